@@ -1,0 +1,340 @@
+//! The catalog: everything an agent could use, and the canonical [`Address`] of each
+//! callable thing.
+//!
+//! Scoring happens on addresses, never on strategy-specific tool names, so strategies
+//! are comparable: `connector:erp/get_order` is the same call whether the model reached
+//! it through the progressive `connector` meta-tool or the legacy `erp__get_order` tool.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A loaded, validated catalog.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Catalog {
+    pub skills: Vec<Skill>,
+    pub connectors: Vec<Connector>,
+    pub databases: Vec<Database>,
+    pub mcp_servers: Vec<McpServer>,
+    pub builtins: Vec<Builtin>,
+}
+
+/// A standard operating procedure the agent can read.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    pub content: String,
+}
+
+/// An API connector with actions.
+#[derive(Debug, Clone, Serialize)]
+pub struct Connector {
+    pub name: String,
+    pub description: String,
+    pub actions: Vec<Action>,
+}
+
+/// One connector action: an HTTP operation with a JSON Schema for its parameters.
+#[derive(Debug, Clone, Serialize)]
+pub struct Action {
+    pub name: String,
+    pub description: String,
+    pub method: Option<String>,
+    pub path: Option<String>,
+    pub parameters: Value,
+    pub response: Option<Value>,
+}
+
+/// A database: tables with columns, optionally seeded with real rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Database {
+    pub name: String,
+    pub description: String,
+    pub tables: Vec<Table>,
+    /// The seed SQL text (SQLite dialect), already read from its file.
+    #[serde(skip)]
+    pub seed_sql: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Table {
+    pub name: String,
+    pub description: String,
+    pub columns: Vec<Column>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Column {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub ty: String,
+    pub nullable: bool,
+    pub primary_key: bool,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub description: String,
+}
+
+/// An MCP server and the tools its `tools/list` returned.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpServer {
+    pub name: String,
+    pub description: String,
+    pub tools: Vec<McpTool>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    pub response: Option<Value>,
+}
+
+/// A tool the agent framework always offers directly (calculator, web search, …).
+#[derive(Debug, Clone, Serialize)]
+pub struct Builtin {
+    pub name: String,
+    pub description: String,
+    pub category: String,
+    pub parameters: Value,
+    pub response: Option<Value>,
+}
+
+/// The four kinds of resource whose disclosure a mode chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Skills,
+    Connectors,
+    Databases,
+    Mcp,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 4] = [Kind::Skills, Kind::Connectors, Kind::Databases, Kind::Mcp];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Skills => "skills",
+            Kind::Connectors => "connectors",
+            Kind::Databases => "databases",
+            Kind::Mcp => "mcp",
+        }
+    }
+}
+
+/// The canonical name of one callable thing, independent of strategy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Address {
+    Skill(String),
+    Connector(String, String),
+    /// `database:<db>/query`
+    Database(String),
+    Mcp(String, String),
+    Builtin(String),
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Address::Skill(n) => write!(f, "skill:{n}"),
+            Address::Connector(c, a) => write!(f, "connector:{c}/{a}"),
+            Address::Database(d) => write!(f, "database:{d}/query"),
+            Address::Mcp(s, t) => write!(f, "mcp:{s}/{t}"),
+            Address::Builtin(n) => write!(f, "builtin:{n}"),
+        }
+    }
+}
+
+impl FromStr for Address {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "`{s}` is not an address; use skill:<name>, connector:<connector>/<action>, \
+                 database:<db>/query, mcp:<server>/<tool> or builtin:<tool>"
+            )
+        };
+        let (scheme, rest) = s.split_once(':').ok_or_else(bad)?;
+        let pair = |rest: &str| -> Result<(String, String), String> {
+            let (a, b) = rest.split_once('/').ok_or_else(bad)?;
+            if a.is_empty() || b.is_empty() {
+                return Err(bad());
+            }
+            Ok((a.to_string(), b.to_string()))
+        };
+        if rest.is_empty() {
+            return Err(bad());
+        }
+        match scheme {
+            "skill" => Ok(Address::Skill(rest.to_string())),
+            "builtin" => Ok(Address::Builtin(rest.to_string())),
+            "connector" => pair(rest).map(|(c, a)| Address::Connector(c, a)),
+            "mcp" => pair(rest).map(|(s, t)| Address::Mcp(s, t)),
+            "database" => match pair(rest)? {
+                (db, q) if q == "query" => Ok(Address::Database(db)),
+                (db, other) => Err(format!(
+                    "`{s}`: a database address is database:{db}/query, not /{other}"
+                )),
+            },
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl Serialize for Address {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Address {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// What an address points at, with the JSON Schema of its arguments.
+pub enum Target<'a> {
+    Skill(&'a Skill),
+    Action(&'a Connector, &'a Action),
+    Database(&'a Database),
+    McpTool(&'a McpServer, &'a McpTool),
+    Builtin(&'a Builtin),
+}
+
+/// The argument schema of `database:<db>/query` calls.
+pub fn query_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {"sql": {"type": "string", "description": "A read-only SQL query (SQLite dialect)."}},
+        "required": ["sql"]
+    })
+}
+
+impl Catalog {
+    /// Finds what an address points at.
+    pub fn lookup(&self, address: &Address) -> Option<Target<'_>> {
+        match address {
+            Address::Skill(n) => self.skill(n).map(Target::Skill),
+            Address::Connector(c, a) => {
+                let conn = self.connector(c)?;
+                let action = conn.actions.iter().find(|x| &x.name == a)?;
+                Some(Target::Action(conn, action))
+            }
+            Address::Database(d) => self.database(d).map(Target::Database),
+            Address::Mcp(s, t) => {
+                let server = self.mcp_server(s)?;
+                let tool = server.tools.iter().find(|x| &x.name == t)?;
+                Some(Target::McpTool(server, tool))
+            }
+            Address::Builtin(n) => self.builtins.iter().find(|b| &b.name == n).map(Target::Builtin),
+        }
+    }
+
+    pub fn skill(&self, name: &str) -> Option<&Skill> {
+        self.skills.iter().find(|s| s.name == name)
+    }
+    pub fn connector(&self, name: &str) -> Option<&Connector> {
+        self.connectors.iter().find(|s| s.name == name)
+    }
+    pub fn database(&self, name: &str) -> Option<&Database> {
+        self.databases.iter().find(|s| s.name == name)
+    }
+    pub fn mcp_server(&self, name: &str) -> Option<&McpServer> {
+        self.mcp_servers.iter().find(|s| s.name == name)
+    }
+
+    /// The JSON Schema that an executed call to `address` must satisfy.
+    pub fn schema_of(&self, address: &Address) -> Option<Value> {
+        Some(match self.lookup(address)? {
+            Target::Skill(_) => return None,
+            Target::Action(_, a) => a.parameters.clone(),
+            Target::Database(_) => query_schema(),
+            Target::McpTool(_, t) => t.input_schema.clone(),
+            Target::Builtin(b) => b.parameters.clone(),
+        })
+    }
+
+    /// Every executable address, in catalog order.
+    pub fn addresses(&self) -> Vec<Address> {
+        let mut out = Vec::new();
+        out.extend(self.skills.iter().map(|s| Address::Skill(s.name.clone())));
+        for c in &self.connectors {
+            out.extend(
+                c.actions
+                    .iter()
+                    .map(|a| Address::Connector(c.name.clone(), a.name.clone())),
+            );
+        }
+        out.extend(self.databases.iter().map(|d| Address::Database(d.name.clone())));
+        for s in &self.mcp_servers {
+            out.extend(s.tools.iter().map(|t| Address::Mcp(s.name.clone(), t.name.clone())));
+        }
+        out.extend(self.builtins.iter().map(|b| Address::Builtin(b.name.clone())));
+        out
+    }
+
+    pub fn has(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Skills => !self.skills.is_empty(),
+            Kind::Connectors => !self.connectors.is_empty(),
+            Kind::Databases => !self.databases.is_empty(),
+            Kind::Mcp => !self.mcp_servers.is_empty(),
+        }
+    }
+}
+
+/// The legacy tool name of a pair: `{a}__{b}`, lower-cased, every character that is not
+/// an ASCII letter or digit replaced by `_`.
+pub fn legacy_name(a: &str, b: &str) -> String {
+    format!("{}__{}", sanitize(a), sanitize(b))
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_round_trip() {
+        for s in [
+            "skill:Refund Processing",
+            "connector:erp/get_order",
+            "database:hr/query",
+            "mcp:github/create_issue",
+            "builtin:calculator",
+        ] {
+            let a: Address = s.parse().unwrap();
+            assert_eq!(a.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn bad_addresses_are_refused() {
+        for s in ["erp/get_order", "connector:erp", "database:hr/select", "mcp:/x", "skill:"] {
+            assert!(s.parse::<Address>().is_err(), "{s} should not parse");
+        }
+    }
+
+    #[test]
+    fn legacy_names_are_sanitized() {
+        assert_eq!(legacy_name("My-ERP", "Get Order"), "my_erp__get_order");
+    }
+}

@@ -1,0 +1,268 @@
+//! The world the agent acts on: fixture responses for executed calls, and one embedded
+//! SQLite database per catalog database, built from its seed SQL and then made
+//! read-only, answering `query` calls with at most [`ROW_LIMIT`] rows.
+
+use std::collections::BTreeMap;
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::catalog::{Address, Catalog, Target};
+
+/// Rows returned to the model by one query; more are cut with a note.
+pub const ROW_LIMIT: usize = 50;
+/// SQLite VM steps a query may take before it is stopped (guards against runaway joins).
+const STEP_BUDGET: u64 = 50_000_000;
+/// Wall-clock budget of one query, whatever its step count.
+const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The seeded databases of one catalog.
+pub struct Databases {
+    conns: BTreeMap<String, std::cell::RefCell<Connection>>,
+}
+
+/// The rows a query returned, with column names.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct QueryResult {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+    pub truncated: bool,
+}
+
+impl Databases {
+    /// Creates one in-memory SQLite per database, runs its seed SQL, and makes it
+    /// read-only. A database without seed SQL gets its declared tables, empty.
+    pub fn build(cat: &Catalog) -> Result<Databases, String> {
+        let mut conns = BTreeMap::new();
+        for db in &cat.databases {
+            let conn = Connection::open_with_flags(
+                ":memory:",
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(|e| format!("{}: cannot open SQLite: {e}", db.name))?;
+            let seed = match &db.seed_sql {
+                Some(sql) => sql.clone(),
+                None => db
+                    .tables
+                    .iter()
+                    .map(|t| {
+                        let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\" {}", c.name, c.ty)).collect();
+                        format!("CREATE TABLE \"{}\" ({});\n", t.name, cols.join(", "))
+                    })
+                    .collect(),
+            };
+            conn.execute_batch(&seed).map_err(|e| format!("{}: the seed SQL fails: {e}", db.name))?;
+            conn.pragma_update(None, "query_only", true)
+                .map_err(|e| format!("{}: cannot make the database read-only: {e}", db.name))?;
+            conns.insert(db.name.clone(), std::cell::RefCell::new(conn));
+        }
+        Ok(Databases { conns })
+    }
+
+    /// For each database, the differences between the declared tables/columns and
+    /// what the seed SQL created.
+    pub fn schema_mismatches(&self, cat: &Catalog) -> Vec<(String, Vec<String>)> {
+        let mut out = Vec::new();
+        for db in &cat.databases {
+            let Some(conn) = self.conns.get(&db.name) else { continue };
+            let conn = conn.borrow();
+            let mut problems = Vec::new();
+            let actual = match tables_of(&conn) {
+                Ok(t) => t,
+                Err(e) => {
+                    out.push((db.name.clone(), vec![e.to_string()]));
+                    continue;
+                }
+            };
+            for t in &db.tables {
+                match actual.get(&t.name) {
+                    None => problems.push(format!("table `{}` is declared but the seed SQL does not create it", t.name)),
+                    Some(cols) => {
+                        let declared: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                        let real: Vec<&str> = cols.iter().map(String::as_str).collect();
+                        if declared != real {
+                            problems.push(format!(
+                                "table `{}`: declared columns [{}] but the seed SQL creates [{}]",
+                                t.name,
+                                declared.join(", "),
+                                real.join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+            for name in actual.keys() {
+                if !db.tables.iter().any(|t| &t.name == name) {
+                    problems.push(format!("the seed SQL creates table `{name}`, which is not declared"));
+                }
+            }
+            if !problems.is_empty() {
+                out.push((db.name.clone(), problems));
+            }
+        }
+        out
+    }
+
+    /// Runs one read-only query. Writes, multiple statements and runaway queries are
+    /// refused with a message for the model.
+    pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, String> {
+        let mut conn = self.conns.get(db).ok_or_else(|| format!("unknown database `{db}`"))?.borrow_mut();
+        let sql = sql.trim().trim_end_matches(';').trim();
+        if sql.is_empty() {
+            return Err("empty SQL".into());
+        }
+        let started = std::time::Instant::now();
+        let mut steps = 0u64;
+        conn.progress_handler(
+            1000,
+            Some(move || {
+                steps += 1000;
+                steps > STEP_BUDGET || started.elapsed() > QUERY_TIMEOUT
+            }),
+        )
+        .map_err(|e| e.to_string())?;
+        let result = run(&conn, sql);
+        let _ = conn.progress_handler(0, None::<fn() -> bool>);
+        result
+    }
+}
+
+fn run(conn: &Connection, sql: &str) -> Result<QueryResult, String> {
+    let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
+    if !stmt.readonly() {
+        return Err("only read-only queries are allowed".into());
+    }
+    let columns: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
+    let n = columns.len();
+    let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    let mut truncated = false;
+    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+        if out.len() == ROW_LIMIT {
+            truncated = true;
+            break;
+        }
+        let mut r = Vec::with_capacity(n);
+        for i in 0..n {
+            r.push(match row.get_ref(i).map_err(|e| e.to_string())? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(i) => json!(i),
+                ValueRef::Real(f) => json!(f),
+                ValueRef::Text(t) => Value::String(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::String(format!("<{} bytes>", b.len())),
+            });
+        }
+        out.push(r);
+    }
+    Ok(QueryResult { columns, rows: out, truncated })
+}
+
+fn tables_of(conn: &Connection) -> rusqlite::Result<BTreeMap<String, Vec<String>>> {
+    let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?;
+    let names: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let mut out = BTreeMap::new();
+    for n in names {
+        let mut s = conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")?;
+        let cols: Vec<String> = s.query_map([&n], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        out.insert(n, cols);
+    }
+    Ok(out)
+}
+
+/// The fixture answer of an executed call: the catalog's `response`, or a small default.
+pub fn fixture_response(cat: &Catalog, address: &Address) -> Value {
+    let given = match cat.lookup(address) {
+        Some(Target::Action(_, a)) => a.response.clone(),
+        Some(Target::McpTool(_, t)) => t.response.clone(),
+        Some(Target::Builtin(b)) => b.response.clone(),
+        _ => None,
+    };
+    given.unwrap_or_else(|| json!({"status": "ok"}))
+}
+
+/// Compares two results as row multisets, or as sequences when `ordered`.
+pub fn same_rows(a: &QueryResult, b: &QueryResult, ordered: bool) -> bool {
+    if a.rows.len() != b.rows.len() || a.truncated != b.truncated {
+        return false;
+    }
+    let key = |r: &Vec<Value>| r.iter().map(normalize_cell).collect::<Vec<_>>().join("\u{1f}");
+    let mut x: Vec<String> = a.rows.iter().map(key).collect();
+    let mut y: Vec<String> = b.rows.iter().map(key).collect();
+    if !ordered {
+        x.sort();
+        y.sort();
+    }
+    x == y
+}
+
+fn normalize_cell(v: &Value) -> String {
+    match v {
+        // 3 and 3.0 are the same answer.
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            Some(f) => format!("{f:.6}"),
+            None => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{Column, Database, Table};
+
+    fn cat() -> Catalog {
+        Catalog {
+            databases: vec![Database {
+                name: "hr".into(),
+                description: String::new(),
+                tables: vec![Table {
+                    name: "people".into(),
+                    description: String::new(),
+                    columns: ["id", "name"]
+                        .iter()
+                        .map(|n| Column { name: n.to_string(), ty: "TEXT".into(), nullable: true, primary_key: false, description: String::new() })
+                        .collect(),
+                }],
+                seed_sql: Some(
+                    "CREATE TABLE people (id INTEGER, name TEXT); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 80) INSERT INTO people SELECT i, 'p' || i FROM n;".into(),
+                ),
+            }],
+            ..Catalog::default()
+        }
+    }
+
+    #[test]
+    fn queries_are_read_only_and_limited() {
+        let dbs = Databases::build(&cat()).unwrap();
+        let r = dbs.query("hr", "SELECT * FROM people").unwrap();
+        assert_eq!(r.rows.len(), ROW_LIMIT);
+        assert!(r.truncated);
+        let e = dbs.query("hr", "DELETE FROM people").unwrap_err();
+        assert!(e.contains("read-only"), "{e}");
+        assert_eq!(dbs.query("hr", "SELECT count(*) FROM people").unwrap().rows[0][0], json!(80));
+        assert!(dbs.query("hr", "SELECT * FROM nope").is_err());
+    }
+
+    #[test]
+    fn runaway_queries_are_stopped() {
+        let dbs = Databases::build(&cat()).unwrap();
+        let e = dbs
+            .query("hr", "SELECT count(*) FROM people a, people b, people c, people d, people e")
+            .unwrap_err();
+        assert!(e.contains("interrupt"), "{e}");
+    }
+
+    #[test]
+    fn row_comparison_ignores_order_unless_asked() {
+        let dbs = Databases::build(&cat()).unwrap();
+        let a = dbs.query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id").unwrap();
+        let b = dbs.query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id DESC").unwrap();
+        assert!(same_rows(&a, &b, false));
+        assert!(!same_rows(&a, &b, true));
+        assert!(dbs.schema_mismatches(&cat()).is_empty());
+    }
+}

@@ -1,0 +1,95 @@
+//! A small BM25 ranker (k1 = 1.2, b = 0.75) over short documents, with an English
+//! stop-word list and crude plural stripping: enough for a deterministic stand-in.
+
+use std::collections::HashMap;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+const STOP: &[&str] = &[
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
+    "could", "do", "does", "did", "for", "from", "get", "give", "had", "has", "have", "he", "her", "here", "him",
+    "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "like", "me", "my", "need", "no",
+    "not", "now", "of", "on", "one", "or", "our", "please", "s", "she", "show", "so", "some", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "use", "was", "we",
+    "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "want",
+    "tell", "thanks", "thank", "hi", "hello", "ok", "okay", "great", "t", "d", "ll", "re", "ve", "m",
+];
+
+/// Lower-cased words without stop words, plural `s` stripped from longer words.
+pub fn tokenize(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_lowercase())
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .map(|w| {
+            if w.len() > 4 && w.ends_with('s') && !w.ends_with("ss") {
+                w[..w.len() - 1].to_string()
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+/// BM25 scores of each document for the query, in document order.
+pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
+    let docs: Vec<Vec<String>> = docs.iter().map(|d| tokenize(d)).collect();
+    let n = docs.len() as f64;
+    if docs.is_empty() {
+        return Vec::new();
+    }
+    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for d in &docs {
+        let mut seen: Vec<&str> = d.iter().map(String::as_str).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for w in seen {
+            *df.entry(w).or_default() += 1;
+        }
+    }
+    let mut q = tokenize(query);
+    q.sort();
+    q.dedup();
+    docs.iter()
+        .map(|d| {
+            let len = d.len() as f64;
+            q.iter()
+                .map(|term| {
+                    let tf = d.iter().filter(|w| *w == term).count() as f64;
+                    if tf == 0.0 {
+                        return 0.0;
+                    }
+                    let nq = *df.get(term.as_str()).unwrap_or(&0) as f64;
+                    let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
+                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                })
+                .sum()
+        })
+        .collect()
+}
+
+/// Index of the best-scoring document, earliest on ties; `None` if all score 0.
+pub fn best(query: &str, docs: &[String]) -> Option<(usize, f64)> {
+    let s = scores(query, docs);
+    let mut best: Option<(usize, f64)> = None;
+    for (i, v) in s.into_iter().enumerate() {
+        if v > 0.0 && best.is_none_or(|(_, b)| v > b) {
+            best = Some((i, v));
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_the_matching_document_first() {
+        let docs = vec!["create a jira issue".to_string(), "send an email message".to_string()];
+        assert_eq!(best("please email the report", &docs).unwrap().0, 1);
+        assert_eq!(best("thanks, that's all", &docs), None);
+    }
+}

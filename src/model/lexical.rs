@@ -1,0 +1,320 @@
+//! The lexical model: sees only the context. It ranks every visible option — direct
+//! tools, and the stubs that meta-tools and the system prompt list (skills, connectors,
+//! databases, MCP servers, tools not loaded yet) — against the query with BM25, picks
+//! the best, follows the protocol (stub → discover → pick an action → call), and fills
+//! arguments from values found in the query or the schema's defaults. Stub quality and
+//! distractors change its accuracy, so it catches disclosure regressions
+//! deterministically. It recognises meta-tools by the names of their name-enum
+//! parameters, and reads the stub line that names each option as that option's text.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Map, Value};
+
+use super::bm25;
+use super::{fill_required, InfraError, Model, Purpose, Turn};
+use crate::wire::{Context, Message, Response, ToolCall};
+
+/// Below this BM25 score the model answers without a call.
+const MIN_SCORE: f64 = 1.0;
+/// A skill stub scoring this share of the best option is read as well.
+const SKILL_SHARE: f64 = 0.6;
+
+#[derive(Default)]
+pub struct Lexical {
+    /// What each call this episode was for, by call id.
+    pending: HashMap<String, Step>,
+    calls: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// A discover call on a meta-tool: pick from what it returns and call through `tool`.
+    Discover { tool: String, container: String },
+    /// `request_tools` for a tool: call it once it is loaded.
+    Load(String),
+    Done,
+}
+
+#[derive(Debug, Clone)]
+enum Option_ {
+    Direct(String),
+    Skill(String),
+    Stub { tool: String, param: String, name: String },
+    Unloaded(String),
+}
+
+impl Model for Lexical {
+    fn name(&self) -> &str {
+        "lexical"
+    }
+
+    fn begin(&mut self) {
+        self.pending.clear();
+        self.calls = 0;
+    }
+
+    fn respond(&mut self, turn: &Turn) -> Result<Response, InfraError> {
+        let cx = turn.context;
+        let query = cx.query().to_string();
+        if turn.purpose == Purpose::Select {
+            return Ok(Response::say(select(cx, &query, turn.guide.composite.selection_config().max)));
+        }
+        let calls = if cx.messages.len() <= 1 { self.first(cx, &query) } else { self.follow_up(cx, &query) };
+        if calls.is_empty() {
+            Ok(Response::say("Done."))
+        } else {
+            Ok(Response::call(calls))
+        }
+    }
+}
+
+/// The selection answer: the top tools by BM25 over name and description.
+fn select(cx: &Context, query: &str, max: usize) -> String {
+    // The selection prompt lists `- name: description` lines.
+    let lines: Vec<(&str, &str)> = cx
+        .system
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.split_once(": "))
+        .collect();
+    let docs: Vec<String> = lines.iter().map(|(n, d)| format!("{} {d}", n.replace('_', " "))).collect();
+    let scores = bm25::scores(query, &docs);
+    let mut idx: Vec<usize> = (0..lines.len()).filter(|i| scores[*i] > 0.0).collect();
+    idx.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+    let names: Vec<&str> = idx.iter().take(max).map(|i| lines[*i].0).collect();
+    serde_json::to_string(&names).expect("names serialize")
+}
+
+impl Lexical {
+    fn id(&mut self) -> String {
+        self.calls += 1;
+        format!("call_{}", self.calls)
+    }
+
+    fn first(&mut self, cx: &Context, query: &str) -> Vec<ToolCall> {
+        let options = options(cx);
+        let docs: Vec<String> = options.iter().map(|(_, text)| text.clone()).collect();
+        let scores = bm25::scores(query, &docs);
+        let Some(top) = (0..options.len()).max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a))) else {
+            return Vec::new();
+        };
+        if scores[top] < MIN_SCORE {
+            return Vec::new();
+        }
+        let mut chosen = vec![top];
+        if !matches!(options[top].0, Option_::Skill(_)) {
+            if let Some(s) = (0..options.len())
+                .filter(|i| matches!(options[*i].0, Option_::Skill(_)))
+                .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
+            {
+                if scores[s] >= SKILL_SHARE * scores[top] {
+                    chosen.insert(0, s);
+                }
+            }
+        }
+        chosen.into_iter().map(|i| self.act(cx, query, &options[i].0)).collect()
+    }
+
+    fn act(&mut self, cx: &Context, query: &str, option: &Option_) -> ToolCall {
+        let id = self.id();
+        let (name, args, step) = match option {
+            Option_::Direct(t) => {
+                let schema = cx.tool(t).map(|d| d.parameters.clone()).unwrap_or(json!({}));
+                (t.clone(), fill_from_query(&schema, query), Step::Done)
+            }
+            Option_::Skill(s) => ("read_skill".to_string(), json!({"name": s}), Step::Done),
+            Option_::Stub { tool, param, name } => {
+                let args = json!({"subcommand": "discover", param.as_str(): name});
+                (tool.clone(), args, Step::Discover { tool: tool.clone(), container: name.clone() })
+            }
+            Option_::Unloaded(t) => ("request_tools".to_string(), json!({"tool_names": [t]}), Step::Load(t.clone())),
+        };
+        self.pending.insert(id.clone(), step);
+        ToolCall::new(id, name, &args)
+    }
+
+    /// Acts on the results of the previous turn's calls.
+    fn follow_up(&mut self, cx: &Context, query: &str) -> Vec<ToolCall> {
+        let results: Vec<(String, String)> = cx
+            .messages
+            .iter()
+            .rev()
+            .take_while(|m| matches!(m, Message::Tool { .. }))
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, content, .. } => Some((tool_call_id.clone(), content.clone())),
+                _ => None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for (id, content) in results.into_iter().rev() {
+            match self.pending.remove(&id) {
+                Some(Step::Discover { tool, container }) => {
+                    if let Some(call) = self.after_discover(&tool, &container, &content, query) {
+                        out.push(call);
+                    }
+                }
+                Some(Step::Load(t)) if cx.tool(&t).is_some() => {
+                    let id = self.id();
+                    let schema = cx.tool(&t).map(|d| d.parameters.clone()).unwrap_or(json!({}));
+                    self.pending.insert(id.clone(), Step::Done);
+                    out.push(ToolCall::new(id, t, &fill_from_query(&schema, query)));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn after_discover(&mut self, tool: &str, container: &str, content: &str, query: &str) -> Option<ToolCall> {
+        let v: Value = serde_json::from_str(content).ok()?;
+        let (list_key, schema_key, sub, name_key, args_key, container_key) = match tool {
+            "connector" => ("actions", "parameters", "execute", "action", "parameters", "connector"),
+            "mcp" => ("tools", "inputSchema", "call", "tool", "arguments", "server"),
+            "database" => ("tables", "", "query", "", "", "database"),
+            _ => return None,
+        };
+        let items = v.get(list_key)?.as_array()?;
+        let docs: Vec<String> = items
+            .iter()
+            .map(|i| {
+                let name = i.get("name").and_then(Value::as_str).unwrap_or("");
+                let desc = i.get("description").and_then(Value::as_str).unwrap_or("");
+                format!("{} {desc}", name.replace(['_', '-'], " "))
+            })
+            .collect();
+        let pick = bm25::best(query, &docs).map(|(i, _)| i).unwrap_or(0);
+        let item = items.get(pick)?;
+        let name = item.get("name")?.as_str()?;
+        let id = self.id();
+        self.pending.insert(id.clone(), Step::Done);
+        let args = if tool == "database" {
+            json!({"subcommand": sub, container_key: container, "sql": format!("SELECT * FROM {name} LIMIT 20")})
+        } else {
+            let schema = item.get(schema_key).cloned().unwrap_or(json!({}));
+            json!({"subcommand": sub, container_key: container, name_key: name, args_key: fill_from_query(&schema, query)})
+        };
+        Some(ToolCall::new(id, tool, &args))
+    }
+}
+
+/// Every option the context shows, with the text it is ranked by.
+fn options(cx: &Context) -> Vec<(Option_, String)> {
+    let mut out = Vec::new();
+    for t in &cx.tools {
+        let props = t.parameters.get("properties");
+        let enum_of = |p: &str| -> Vec<String> {
+            props
+                .and_then(|x| x.get(p))
+                .and_then(|x| x.get("enum").or_else(|| x.get("items").and_then(|i| i.get("enum"))))
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        match t.name.as_str() {
+            "read_skill" => {
+                for s in enum_of("name") {
+                    let text = line_naming(&cx.system, &s);
+                    out.push((Option_::Skill(s), text));
+                }
+            }
+            "request_tools" => {
+                for n in enum_of("tool_names") {
+                    let text = format!("{} {}", n.replace('_', " "), line_naming(&t.description, &format!("- {n}:")));
+                    out.push((Option_::Unloaded(n), text));
+                }
+            }
+            "connector" | "mcp" | "database" => {
+                let param = match t.name.as_str() {
+                    "connector" => "connector",
+                    "mcp" => "server",
+                    _ => "database",
+                };
+                for n in enum_of(param) {
+                    let text = line_naming(&t.description, &format!("- {n}"));
+                    out.push((Option_::Stub { tool: t.name.clone(), param: param.into(), name: n }, text.replace('_', " ")));
+                }
+            }
+            _ => out.push((Option_::Direct(t.name.clone()), format!("{} {}", t.name.replace('_', " "), t.description))),
+        }
+    }
+    out
+}
+
+/// The first line of `text` containing `needle`, or the needle itself.
+fn line_naming(text: &str, needle: &str) -> String {
+    text.lines().find(|l| l.contains(needle)).unwrap_or(needle).to_string()
+}
+
+/// Arguments for `schema` from values found in the query; other required properties
+/// get schema placeholders.
+pub fn fill_from_query(schema: &Value, query: &str) -> Value {
+    let mut given = Map::new();
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return fill_required(schema, &given);
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let words: Vec<&str> = query.split_whitespace().map(|w| w.trim_matches(|c: char| ",.;:!?()\"'".contains(c))).collect();
+    let numbers: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit())).collect();
+    let ids: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| w.chars().any(|c| c.is_ascii_digit()) && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .collect();
+    let find = |pred: &dyn Fn(&str) -> bool| words.iter().copied().find(|w| pred(w)).map(str::to_string);
+    let quoted = query.split(['"', '\'']).nth(1).filter(|s| !s.trim().is_empty()).map(str::to_string);
+    for (name, p) in props {
+        let n = name.to_lowercase();
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
+        let req = required.contains(&name.as_str());
+        let value: Option<Value> = if let Some(e) = p.get("enum").and_then(Value::as_array) {
+            e.iter().find(|v| v.as_str().is_some_and(|s| query.to_lowercase().contains(&s.to_lowercase()))).cloned()
+        } else if n.contains("email") {
+            find(&|w| w.contains('@')).map(Value::from)
+        } else if n.contains("url") || n.contains("uri") {
+            find(&|w| w.starts_with("http")).map(Value::from)
+        } else if n.contains("path") || n.contains("file") || n.contains("dir") {
+            find(&|w| w.starts_with('/')).map(Value::from)
+        } else if ty == "integer" || ty == "number" {
+            numbers.first().and_then(|s| s.parse::<i64>().ok()).map(Value::from)
+        } else if n.contains("id") || n.contains("number") || n.contains("key") {
+            ids.first().map(|s| Value::from(*s))
+        } else if ["query", "q", "text", "message", "prompt", "content", "body", "expression", "search"].contains(&n.as_str()) && req {
+            Some(Value::from(quoted.clone().unwrap_or_else(|| query.to_string())))
+        } else {
+            None
+        };
+        if let Some(v) = value {
+            given.insert(name.clone(), v);
+        }
+    }
+    fill_required(schema, &given)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_ids_emails_and_numbers_from_the_query() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "string"},
+                "to": {"type": "string"},
+                "email": {"type": "string"},
+                "limit": {"type": "integer"}
+            },
+            "required": ["order_id", "to"]
+        });
+        let v = fill_from_query(&schema, "Refund order 9921 and mail ann@example.com");
+        assert_eq!(v["order_id"], json!("9921"));
+        assert_eq!(v["email"], json!("ann@example.com"));
+        assert_eq!(v["limit"], json!(9921));
+        assert_eq!(v["to"], json!("example"));
+    }
+}

@@ -1,0 +1,785 @@
+//! Scenarios: loading, include resolution and validation (DESIGN §4).
+//!
+//! [`load`] turns a YAML or JSON file into a [`Scenario`] whose catalog is resolved
+//! (includes, `content_file`, `seed_sql` read) and checked: unknown fields, duplicate
+//! names, dangling references, expectations naming addresses not in the catalog, and
+//! invalid JSON Schemas are all [`InputError`]s naming the file, the line where known,
+//! and the field path. Every problem in a file is reported, not only the first.
+
+mod raw;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::catalog::{
+    legacy_name, Action, Address, Builtin, Catalog, Connector, Database, Kind, McpServer, McpTool,
+    Skill, Table, Target,
+};
+use crate::environment::Databases;
+use crate::error::{InputError, InputErrors};
+use crate::strategy::mode::Disclosure;
+pub use raw::Order;
+use raw::*;
+
+/// A loaded, validated scenario.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub path: PathBuf,
+    pub catalog: Catalog,
+    pub agent: Agent,
+    pub queries: Vec<Query>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Agent {
+    pub instructions: Option<String>,
+    /// Per-kind disclosure that wins over the CLI and the environment.
+    pub modes: BTreeMap<Kind, Disclosure>,
+    pub max_turns: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Query {
+    pub id: String,
+    pub text: String,
+    pub expect: Expect,
+    pub tags: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Expect {
+    pub calls: Vec<ExpectedCall>,
+    pub order: Order,
+    pub forbid: Vec<Address>,
+}
+
+/// One call the query should produce.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectedCall {
+    pub address: Address,
+    /// Parameter → accepted values (BFCL style). Parameters not named are not judged.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub args: BTreeMap<String, Vec<Value>>,
+    /// For `database:<db>/query`: reference SQL; the model's query is right when it
+    /// returns the same rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+}
+
+/// Names of the meta-tools; no catalog tool may take one of them in any mode.
+pub const RESERVED_TOOL_NAMES: [&str; 5] = ["read_skill", "connector", "database", "mcp", "request_tools"];
+
+/// Loads every scenario under `paths` (files, or directories whose `*.yaml`, `*.yml`
+/// and `*.json` files are scenarios), reporting all errors together.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, InputErrors> {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        match expand(p) {
+            Ok(mut f) => files.append(&mut f),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut out = Vec::new();
+    for f in &files {
+        match load(f) {
+            Ok(s) => out.push(s),
+            Err(mut e) => errors.append(&mut e.0),
+        }
+    }
+    let mut seen = HashMap::new();
+    for s in &out {
+        if let Some(prev) = seen.insert(s.name.clone(), s.path.clone()) {
+            errors.push(InputError::new(
+                &s.path,
+                "name",
+                format!("scenario name `{}` is also used by {}", s.name, prev.display()),
+            ));
+        }
+    }
+    if files.is_empty() && errors.is_empty() {
+        errors.push(InputError::new(
+            Path::new(paths.first().map(|p| p.as_path()).unwrap_or(Path::new("."))),
+            "",
+            "no scenario files (*.yaml, *.yml, *.json) found",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(InputErrors(errors))
+    }
+}
+
+/// The scenario files a path stands for: the file itself, or a directory's
+/// `*.yaml|*.yml|*.json` files in name order.
+pub fn expand(p: &Path) -> Result<Vec<PathBuf>, InputError> {
+    if p.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| InputError::new(p, "", format!("cannot read directory: {e}")))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file() && is_data_file(f))
+            .collect();
+        v.sort();
+        Ok(v)
+    } else if p.is_file() {
+        Ok(vec![p.to_path_buf()])
+    } else {
+        Err(InputError::new(p, "", "no such file or directory"))
+    }
+}
+
+fn is_data_file(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+/// What a data file holds, sniffed from its top-level keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Scenario,
+    CatalogFragment,
+    McpDump,
+}
+
+/// Checks one file of any kind (scenario, catalog fragment, MCP dump) without running
+/// anything. Returns what kind it was.
+pub fn validate_file(path: &Path) -> Result<FileKind, InputErrors> {
+    let text = read(path)?;
+    let kind = sniff(path, &text)?;
+    match kind {
+        FileKind::Scenario => load(path).map(|_| kind),
+        FileKind::CatalogFragment | FileKind::McpDump => {
+            let mut cx = Loader::default();
+            let mut cat = Catalog::default();
+            cx.include_file(path, None, None, &mut cat, 0);
+            cx.check_catalog(path, &cat);
+            cx.finish(kind)
+        }
+    }
+}
+
+fn sniff(path: &Path, text: &str) -> Result<FileKind, InputErrors> {
+    let v: Value = parse_value(path, text)?;
+    let Some(obj) = v.as_object() else {
+        return Err(InputError::new(path, "", "the document must be a mapping").into());
+    };
+    Ok(if obj.contains_key("queries") || obj.contains_key("name") {
+        FileKind::Scenario
+    } else if obj.contains_key("tools") {
+        FileKind::McpDump
+    } else {
+        FileKind::CatalogFragment
+    })
+}
+
+/// Loads and validates one scenario file.
+pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
+    let text = read(path)?;
+    let raw: RawScenario = parse(path, &text)?;
+    let mut cx = Loader::default();
+    cx.texts.insert(path.to_path_buf(), text);
+    let mut catalog = Catalog::default();
+    cx.add_catalog(path, "catalog", raw.catalog, &mut catalog, 0);
+    cx.check_catalog(path, &catalog);
+
+    let mut agent = Agent {
+        instructions: raw.agent.instructions,
+        max_turns: raw.agent.max_turns,
+        ..Agent::default()
+    };
+    if agent.max_turns == Some(0) {
+        cx.err(path, "agent.max_turns", "must be at least 1");
+    }
+    for (kind, v) in raw.agent.modes {
+        match Disclosure::parse_for(kind, &v) {
+            Ok(d) => {
+                agent.modes.insert(kind, d);
+            }
+            Err(e) => cx.err(path, &format!("agent.modes.{}", kind.as_str()), e),
+        }
+    }
+    if raw.name.trim().is_empty() {
+        cx.err(path, "name", "must not be empty");
+    }
+    if raw.queries.is_empty() {
+        cx.err(path, "queries", "a scenario needs at least one query");
+    }
+    let queries = cx.queries(path, raw.queries, &catalog);
+    if cx.errors.is_empty() {
+        // Real SQL checks only once the catalog itself is sound.
+        cx.check_sql(path, &catalog, &queries);
+    }
+    cx.finish(())?;
+    Ok(Scenario {
+        name: raw.name,
+        description: raw.description,
+        path: path.to_path_buf(),
+        catalog,
+        agent,
+        queries,
+    })
+}
+
+fn read(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path).map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))
+}
+
+fn is_json(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some("json")
+}
+
+/// Deserializes YAML or JSON (by extension) with the field path of any error.
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+    if is_json(path) {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let line = Some(e.inner().line()).filter(|l| *l > 0);
+            let msg = strip_location(&e.inner().to_string());
+            InputError::new(path, field_path(e.path()), msg).at_line(line)
+        })
+    } else {
+        let de = serde_yaml_ng::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let line = e.inner().location().map(|l| l.line());
+            let msg = strip_location(&e.inner().to_string());
+            InputError::new(path, field_path(e.path()), msg).at_line(line)
+        })
+    }
+}
+
+fn parse_value(path: &Path, text: &str) -> Result<Value, InputError> {
+    parse(path, text)
+}
+
+fn field_path(p: &serde_path_to_error::Path) -> String {
+    let s = p.to_string();
+    if s == "." {
+        String::new()
+    } else {
+        s
+    }
+}
+
+/// Removes the parser's own " at line L column C" suffix and "path: " prefix; the
+/// error carries both separately.
+fn strip_location(msg: &str) -> String {
+    let msg = match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => &msg[..i],
+        _ => msg,
+    };
+    msg.to_string()
+}
+
+#[derive(Default)]
+struct Loader {
+    errors: Vec<InputError>,
+    /// Source texts, to find the line of a value after parsing.
+    texts: HashMap<PathBuf, String>,
+    /// Where each catalog item came from, for error messages.
+    origins: HashMap<(Kind2, String), (PathBuf, String)>,
+}
+
+/// Item kinds for origin tracking and duplicate checks.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind2 {
+    Skill,
+    Connector,
+    Database,
+    Mcp,
+    Builtin,
+}
+
+impl Loader {
+    fn err(&mut self, file: &Path, path: &str, msg: impl Into<String>) {
+        self.errors.push(InputError::new(file, path, msg));
+    }
+
+    /// An error whose line is found by searching for `needle` in the file: given only
+    /// when the needle occurs exactly `nth` times or more and the `nth` one is meant.
+    fn err_at(&mut self, file: &Path, path: &str, needle: &str, nth: usize, msg: impl Into<String>) {
+        let line = self.texts.get(file).and_then(|t| find_line(t, needle, nth));
+        self.errors.push(InputError::new(file, path, msg).at_line(line));
+    }
+
+    fn finish<T>(self, ok: T) -> Result<T, InputErrors> {
+        if self.errors.is_empty() {
+            Ok(ok)
+        } else {
+            Err(InputErrors(self.errors))
+        }
+    }
+
+    fn add_catalog(&mut self, file: &Path, at: &str, raw: RawCatalog, out: &mut Catalog, depth: usize) {
+        let base = file.parent().unwrap_or(Path::new("."));
+        for (i, inc) in raw.include.iter().enumerate() {
+            let p = format!("{at}.include[{i}]");
+            let (rel, name, description) = match inc {
+                Value::String(s) => (s.clone(), None, None),
+                Value::Object(o) => {
+                    let mut bad = false;
+                    for k in o.keys() {
+                        if !matches!(k.as_str(), "path" | "name" | "description") {
+                            self.err(file, &format!("{p}.{k}"), "unknown field; an include has path, name and description");
+                            bad = true;
+                        }
+                    }
+                    let Some(rel) = o.get("path").and_then(Value::as_str) else {
+                        self.err(file, &p, "an include object needs `path`");
+                        continue;
+                    };
+                    if bad {
+                        continue;
+                    }
+                    let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+                    (rel.to_string(), s("name"), s("description"))
+                }
+                _ => {
+                    self.err(file, &p, "an include is a path or {path, name, description}");
+                    continue;
+                }
+            };
+            let target = base.join(&rel);
+            if !target.is_file() {
+                self.err_at(file, &p, &rel, 1, format!("included file `{rel}` does not exist (paths are relative to this file)"));
+                continue;
+            }
+            if depth > 8 {
+                self.err(file, &p, "includes nest deeper than 8 levels (a cycle?)");
+                continue;
+            }
+            self.include_file(&target, name, description, out, depth + 1);
+        }
+
+        for (i, s) in raw.skills.into_iter().enumerate() {
+            let p = format!("{at}.skills[{i}]");
+            let content = match (s.content, s.content_file) {
+                (Some(c), None) => c,
+                (None, Some(f)) => match std::fs::read_to_string(base.join(&f)) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        self.err_at(file, &format!("{p}.content_file"), &f, 1, format!("cannot read `{f}`: {e}"));
+                        continue;
+                    }
+                },
+                (Some(_), Some(_)) => {
+                    self.err(file, &p, "give either content or content_file, not both");
+                    continue;
+                }
+                (None, None) => {
+                    self.err(file, &p, "a skill needs content or content_file");
+                    continue;
+                }
+            };
+            if content.trim().is_empty() {
+                self.err(file, &p, "the skill's content is empty");
+            }
+            self.origin(Kind2::Skill, &s.name, file, &p);
+            out.skills.push(Skill { name: s.name, description: s.description, content });
+        }
+        for (i, c) in raw.connectors.into_iter().enumerate() {
+            let p = format!("{at}.connectors[{i}]");
+            self.origin(Kind2::Connector, &c.name, file, &p);
+            let actions = c
+                .actions
+                .into_iter()
+                .enumerate()
+                .map(|(j, a)| {
+                    self.check_schema(file, &format!("{p}.actions[{j}].parameters"), &a.parameters);
+                    Action {
+                        name: a.name,
+                        description: a.description,
+                        method: a.method,
+                        path: a.path,
+                        parameters: a.parameters,
+                        response: a.response,
+                    }
+                })
+                .collect::<Vec<_>>();
+            self.dupes(file, &format!("{p}.actions"), actions.iter().map(|a| a.name.as_str()), "action");
+            out.connectors.push(Connector { name: c.name, description: c.description, actions });
+        }
+        for (i, d) in raw.databases.into_iter().enumerate() {
+            let p = format!("{at}.databases[{i}]");
+            self.origin(Kind2::Database, &d.name, file, &p);
+            let seed_sql = match &d.seed_sql {
+                None => None,
+                Some(f) => match std::fs::read_to_string(base.join(f)) {
+                    Ok(sql) => Some(sql),
+                    Err(e) => {
+                        self.err_at(file, &format!("{p}.seed_sql"), f, 1, format!("cannot read `{f}`: {e}"));
+                        None
+                    }
+                },
+            };
+            let tables: Vec<Table> = d
+                .tables
+                .into_iter()
+                .map(|t| Table {
+                    name: t.name,
+                    description: t.description,
+                    columns: t.columns.into_iter().map(Into::into).collect(),
+                })
+                .collect();
+            self.dupes(file, &format!("{p}.tables"), tables.iter().map(|t| t.name.as_str()), "table");
+            for (j, t) in tables.iter().enumerate() {
+                self.dupes(file, &format!("{p}.tables[{j}].columns"), t.columns.iter().map(|c| c.name.as_str()), "column");
+            }
+            if tables.is_empty() {
+                self.err(file, &format!("{p}.tables"), "a database needs at least one table");
+            }
+            out.databases.push(Database { name: d.name, description: d.description, tables, seed_sql });
+        }
+        for (i, s) in raw.mcp_servers.into_iter().enumerate() {
+            let p = format!("{at}.mcp_servers[{i}]");
+            self.origin(Kind2::Mcp, &s.name, file, &p);
+            let tools: Vec<McpTool> = s
+                .tools
+                .into_iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    self.check_schema(file, &format!("{p}.tools[{j}].inputSchema"), &t.input_schema);
+                    McpTool { name: t.name, description: t.description, input_schema: t.input_schema, response: t.response }
+                })
+                .collect();
+            self.dupes(file, &format!("{p}.tools"), tools.iter().map(|t| t.name.as_str()), "tool");
+            out.mcp_servers.push(McpServer { name: s.name, description: s.description, tools });
+        }
+        for (i, b) in raw.builtins.into_iter().enumerate() {
+            let p = format!("{at}.builtins[{i}]");
+            self.origin(Kind2::Builtin, &b.name, file, &p);
+            self.check_schema(file, &format!("{p}.parameters"), &b.parameters);
+            out.builtins.push(Builtin {
+                name: b.name,
+                description: b.description,
+                category: b.category,
+                parameters: b.parameters,
+                response: b.response,
+            });
+        }
+    }
+
+    /// Reads an included file: a catalog fragment, or a real MCP `tools/list` dump.
+    fn include_file(&mut self, path: &Path, name: Option<String>, description: Option<String>, out: &mut Catalog, depth: usize) {
+        let text = match read(path) {
+            Ok(t) => t,
+            Err(e) => return self.errors.push(e),
+        };
+        let kind = match sniff(path, &text) {
+            Ok(k) => k,
+            Err(mut e) => return self.errors.append(&mut e.0),
+        };
+        self.texts.insert(path.to_path_buf(), text.clone());
+        match kind {
+            FileKind::McpDump => match parse::<RawMcpDump>(path, &text) {
+                Ok(dump) => {
+                    let info = dump.server_info;
+                    let Some(name) = name.or_else(|| info.as_ref().map(|i| i.name.clone())) else {
+                        return self.err(path, "serverInfo.name", "an MCP dump without serverInfo needs `name` in its include");
+                    };
+                    let description = description
+                        .or_else(|| info.as_ref().and_then(|i| i.description.clone()))
+                        .unwrap_or_else(|| match &info {
+                            Some(i) => {
+                                let title = i.title.clone().unwrap_or_else(|| i.name.clone());
+                                match &i.version {
+                                    Some(v) => format!("{title} {v} (MCP server)"),
+                                    None => format!("{title} (MCP server)"),
+                                }
+                            }
+                            None => format!("{name} (MCP server)"),
+                        });
+                    let tools: Vec<McpTool> = dump
+                        .tools
+                        .into_iter()
+                        .enumerate()
+                        .map(|(j, t)| {
+                            self.check_schema(path, &format!("tools[{j}].inputSchema"), &t.input_schema);
+                            McpTool { name: t.name, description: t.description, input_schema: t.input_schema, response: None }
+                        })
+                        .collect();
+                    self.dupes(path, "tools", tools.iter().map(|t| t.name.as_str()), "tool");
+                    self.origin(Kind2::Mcp, &name, path, "serverInfo.name");
+                    out.mcp_servers.push(McpServer { name, description, tools });
+                }
+                Err(e) => self.errors.push(e),
+            },
+            FileKind::CatalogFragment => {
+                if name.is_some() || description.is_some() {
+                    self.err(path, "", "`name`/`description` in an include apply only to MCP tools/list dumps");
+                }
+                match parse::<RawCatalog>(path, &text) {
+                    Ok(raw) => self.add_catalog(path, "", raw, out, depth),
+                    Err(e) => self.errors.push(e),
+                }
+            }
+            FileKind::Scenario => self.err(path, "", "a scenario cannot be included; include catalog fragments or MCP dumps"),
+        }
+    }
+
+    fn origin(&mut self, kind: Kind2, name: &str, file: &Path, path: &str) {
+        let path = path.trim_start_matches('.').to_string();
+        if name.trim().is_empty() {
+            return self.err(file, &format!("{path}.name"), "must not be empty");
+        }
+        if let Some((f0, p0)) = self.origins.get(&(kind, name.to_string())).cloned() {
+            let what = match kind {
+                Kind2::Skill => "skill",
+                Kind2::Connector => "connector",
+                Kind2::Database => "database",
+                Kind2::Mcp => "MCP server",
+                Kind2::Builtin => "builtin",
+            };
+            let needle = format!("name: {name}");
+            let nth = if f0 == file { 2 } else { 1 };
+            self.err_at(file, &format!("{path}.name"), &needle, nth, format!(
+                "duplicate {what} name `{name}` (first defined at {}: {p0})", f0.display()
+            ));
+        } else {
+            self.origins.insert((kind, name.to_string()), (file.to_path_buf(), path));
+        }
+    }
+
+    fn dupes<'a>(&mut self, file: &Path, path: &str, names: impl Iterator<Item = &'a str>, what: &str) {
+        let path = path.trim_start_matches('.');
+        let mut seen = HashSet::new();
+        for (i, n) in names.enumerate() {
+            if n.trim().is_empty() {
+                self.err(file, &format!("{path}[{i}].name"), "must not be empty");
+            } else if !seen.insert(n) {
+                self.err_at(file, &format!("{path}[{i}].name"), &format!("name: {n}"), 2, format!("duplicate {what} name `{n}`"));
+            }
+        }
+    }
+
+    fn check_schema(&mut self, file: &Path, path: &str, schema: &Value) {
+        let path = path.trim_start_matches('.');
+        if let Err(e) = jsonschema::meta::validate(schema) {
+            return self.err(file, path, format!("not a valid JSON Schema: {e} (at {})", e.instance_path()));
+        }
+        if let Err(e) = jsonschema::validator_for(schema) {
+            return self.err(file, path, format!("not a usable JSON Schema: {e}"));
+        }
+        if schema.get("type").and_then(Value::as_str) != Some("object") {
+            self.err(file, path, "a parameter schema must have `type: object` at the top");
+        }
+    }
+
+    /// Checks that need the whole catalog: legacy tool-name collisions and reserved names.
+    fn check_catalog(&mut self, file: &Path, cat: &Catalog) {
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut claim = |me: &mut Self, tool: String, addr: String| {
+            if RESERVED_TOOL_NAMES.contains(&tool.as_str()) {
+                me.err(file, "catalog", format!("`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"));
+            } else if let Some(prev) = names.insert(tool.clone(), addr.clone()) {
+                me.err(file, "catalog", format!("`{addr}` and `{prev}` both become the legacy tool name `{tool}`; rename one"));
+            }
+        };
+        for c in &cat.connectors {
+            for a in &c.actions {
+                claim(self, legacy_name(&c.name, &a.name), Address::Connector(c.name.clone(), a.name.clone()).to_string());
+            }
+        }
+        for d in &cat.databases {
+            for suffix in ["list_tables", "describe_table", "query"] {
+                claim(self, legacy_name(&d.name, suffix), format!("database:{}/{suffix}", d.name));
+            }
+        }
+        for s in &cat.mcp_servers {
+            for t in &s.tools {
+                claim(self, legacy_name(&s.name, &t.name), Address::Mcp(s.name.clone(), t.name.clone()).to_string());
+            }
+        }
+        for b in &cat.builtins {
+            claim(self, b.name.clone(), format!("builtin:{}", b.name));
+        }
+    }
+
+    fn queries(&mut self, file: &Path, raw: Vec<RawQuery>, cat: &Catalog) -> Vec<Query> {
+        let mut ids = HashSet::new();
+        let mut out = Vec::new();
+        for (i, q) in raw.into_iter().enumerate() {
+            let p = format!("queries[{i}]");
+            if q.id.trim().is_empty() {
+                self.err(file, &format!("{p}.id"), "must not be empty");
+            } else if !ids.insert(q.id.clone()) {
+                self.err_at(file, &format!("{p}.id"), &format!("id: {}", q.id), 2, format!("duplicate query id `{}`", q.id));
+            }
+            if q.text.trim().is_empty() {
+                self.err(file, &format!("{p}.text"), "must not be empty");
+            }
+            let mut calls = Vec::new();
+            for (j, c) in q.expect.calls.iter().enumerate() {
+                if let Some(call) = self.expected_call(file, &format!("{p}.expect.calls[{j}]"), c, cat) {
+                    calls.push(call);
+                }
+            }
+            let mut forbid = Vec::new();
+            for (j, f) in q.expect.forbid.iter().enumerate() {
+                if let Some(a) = self.address(file, &format!("{p}.expect.forbid[{j}]"), f, cat) {
+                    if calls.iter().any(|c| c.address == a) {
+                        self.err(file, &format!("{p}.expect.forbid[{j}]"), format!("`{a}` is both expected and forbidden"));
+                    }
+                    forbid.push(a);
+                }
+            }
+            out.push(Query {
+                id: q.id,
+                text: q.text,
+                expect: Expect { calls, order: q.expect.order, forbid },
+                tags: q.tags,
+            });
+        }
+        out
+    }
+
+    fn address(&mut self, file: &Path, path: &str, s: &str, cat: &Catalog) -> Option<Address> {
+        match s.parse::<Address>() {
+            Err(e) => {
+                self.err_at(file, path, s, 1, e);
+                None
+            }
+            Ok(a) if cat.lookup(&a).is_none() => {
+                let hint = suggest(&a, cat);
+                self.err_at(file, path, s, 1, format!("`{a}` is not in the catalog{hint}"));
+                None
+            }
+            Ok(a) => Some(a),
+        }
+    }
+
+    fn expected_call(&mut self, file: &Path, path: &str, v: &Value, cat: &Catalog) -> Option<ExpectedCall> {
+        match v {
+            Value::String(s) => {
+                let address = self.address(file, path, s, cat)?;
+                Some(ExpectedCall { address, args: BTreeMap::new(), sql: None })
+            }
+            Value::Object(o) => {
+                for k in o.keys() {
+                    if !matches!(k.as_str(), "address" | "args" | "sql") {
+                        self.err(file, &format!("{path}.{k}"), "unknown field; an expected call has address, args and sql");
+                        return None;
+                    }
+                }
+                let Some(s) = o.get("address").and_then(Value::as_str) else {
+                    self.err(file, path, "an expected call needs `address`");
+                    return None;
+                };
+                let address = self.address(file, &format!("{path}.address"), s, cat)?;
+                let mut args = BTreeMap::new();
+                match o.get("args") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(m)) => {
+                        let schema = cat.schema_of(&address);
+                        let props = schema.as_ref().and_then(|s| s.get("properties")).and_then(Value::as_object);
+                        for (k, val) in m {
+                            if !props.is_some_and(|p| p.contains_key(k)) {
+                                let known: Vec<&str> = props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
+                                self.err(file, &format!("{path}.args.{k}"), format!(
+                                    "`{address}` has no parameter `{k}` (it has: {})",
+                                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                                ));
+                                continue;
+                            }
+                            let accepted = match val {
+                                Value::Array(a) if a.is_empty() => {
+                                    self.err(file, &format!("{path}.args.{k}"), "the list of accepted values is empty");
+                                    continue;
+                                }
+                                Value::Array(a) => a.clone(),
+                                other => vec![other.clone()],
+                            };
+                            args.insert(k.clone(), accepted);
+                        }
+                    }
+                    Some(_) => {
+                        self.err(file, &format!("{path}.args"), "args maps each parameter to its accepted values");
+                        return None;
+                    }
+                }
+                let sql = match o.get("sql") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) if matches!(address, Address::Database(_)) => Some(s.clone()),
+                    Some(Value::String(_)) => {
+                        self.err(file, &format!("{path}.sql"), "sql is only for database:<db>/query expectations");
+                        return None;
+                    }
+                    Some(_) => {
+                        self.err(file, &format!("{path}.sql"), "sql must be a string");
+                        return None;
+                    }
+                };
+                if matches!(address, Address::Skill(_)) && !args.is_empty() {
+                    self.err(file, &format!("{path}.args"), "a skill takes no arguments");
+                }
+                Some(ExpectedCall { address, args, sql })
+            }
+            _ => {
+                self.err(file, path, "an expected call is an address string or {address, args, sql}");
+                None
+            }
+        }
+    }
+
+    /// Seeds each database and checks declared tables and reference SQL against it.
+    fn check_sql(&mut self, file: &Path, cat: &Catalog, queries: &[Query]) {
+        let dbs = match Databases::build(cat) {
+            Ok(d) => d,
+            Err(e) => return self.err(file, "catalog.databases", e),
+        };
+        for (db, problems) in dbs.schema_mismatches(cat) {
+            for p in problems {
+                self.err(file, &format!("catalog.databases.{db}"), p);
+            }
+        }
+        for (i, q) in queries.iter().enumerate() {
+            for (j, c) in q.expect.calls.iter().enumerate() {
+                if let (Address::Database(db), Some(sql)) = (&c.address, &c.sql) {
+                    match dbs.query(db, sql) {
+                        Ok(r) if r.rows.is_empty() => self.err(file, &format!("queries[{i}].expect.calls[{j}].sql"), "the reference SQL returns no rows, so it cannot tell right from wrong"),
+                        Ok(_) => {}
+                        Err(e) => self.err_at(file, &format!("queries[{i}].expect.calls[{j}].sql"), sql, 1, format!("the reference SQL fails: {e}")),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 1-based line of the `nth` occurrence of `needle`, if it occurs exactly `nth` times.
+fn find_line(text: &str, needle: &str, nth: usize) -> Option<usize> {
+    let hits: Vec<usize> = text.match_indices(needle).map(|(i, _)| i).collect();
+    if hits.len() != nth {
+        return None;
+    }
+    let at = hits[nth - 1];
+    Some(text[..at].matches('\n').count() + 1)
+}
+
+/// ` (did you mean …?)` for an address whose container exists.
+fn suggest(a: &Address, cat: &Catalog) -> String {
+    let names: Vec<String> = match a {
+        Address::Connector(c, _) => cat.connector(c).map(|c| c.actions.iter().map(|x| x.name.clone()).collect()).unwrap_or_default(),
+        Address::Mcp(s, _) => cat.mcp_server(s).map(|s| s.tools.iter().map(|x| x.name.clone()).collect()).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    if names.is_empty() {
+        String::new()
+    } else {
+        let mut names = names;
+        names.truncate(12);
+        format!(" (it has: {})", names.join(", "))
+    }
+}
+
+/// The target of an expected call, for callers that have already validated it.
+pub fn target<'a>(cat: &'a Catalog, a: &Address) -> Target<'a> {
+    cat.lookup(a).expect("validated address")
+}

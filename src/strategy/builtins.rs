@@ -1,0 +1,47 @@
+//! Built-in tools: always offered directly, with their full parameter schemas, in
+//! every mode.
+
+use serde_json::Value;
+
+use super::{execute, Env, Rendered, Resolution, State, Strategy};
+use crate::catalog::{Address, Catalog, Kind};
+use crate::scenario::ExpectedCall;
+use crate::wire::ToolDef;
+
+pub struct Builtins {
+    rendered: Rendered,
+}
+
+impl Builtins {
+    pub fn new(catalog: &Catalog) -> Self {
+        let tools = catalog
+            .builtins
+            .iter()
+            .map(|b| ToolDef { name: b.name.clone(), description: b.description.clone(), parameters: b.parameters.clone() })
+            .collect();
+        Builtins { rendered: Rendered { section: String::new(), tools } }
+    }
+}
+
+impl Strategy for Builtins {
+    fn kind(&self) -> Option<Kind> {
+        None
+    }
+
+    fn render(&self) -> &Rendered {
+        &self.rendered
+    }
+
+    fn shown_up_front(&self) -> Vec<Address> {
+        self.rendered.tools.iter().map(|t| Address::Builtin(t.name.clone())).collect()
+    }
+
+    fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
+        execute(Address::Builtin(tool.to_string()), args, state, env)
+    }
+
+    fn route(&self, target: &ExpectedCall, args: &Value, _state: &State) -> Option<(String, Value)> {
+        let Address::Builtin(n) = &target.address else { return None };
+        Some((n.clone(), args.clone()))
+    }
+}

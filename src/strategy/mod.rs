@@ -1,0 +1,460 @@
+//! Strategies: how the catalog is disclosed to the model and how its calls are answered
+//! (DESIGN §5).
+//!
+//! A [`Mode`] picks one [`Strategy`] per resource kind; each strategy is one file and
+//! renders a system-prompt section plus tool definitions, answers calls to its tools,
+//! and knows the shortest protocol route to an address (used by the oracle model).
+//! [`Composite`] stacks the strategies of a mode, adds built-in tools, and runs the
+//! selection step with `request_tools`.
+
+pub mod mode;
+pub mod templates;
+
+mod builtins;
+mod connectors_legacy;
+mod connectors_progressive;
+mod databases_legacy;
+mod databases_progressive;
+mod mcp_legacy;
+mod mcp_progressive;
+mod selection;
+mod skills_inline;
+mod skills_progressive;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::catalog::{Address, Catalog, Kind};
+use crate::environment::{fixture_response, Databases, QueryResult};
+use crate::scenario::ExpectedCall;
+use crate::wire::{Context, Message, ToolCall, ToolDef};
+pub use mode::{Disclosure, Mode};
+pub use selection::SelectionConfig;
+pub use templates::Templates;
+
+/// What one strategy adds to the context.
+#[derive(Debug, Clone, Default)]
+pub struct Rendered {
+    /// A system-prompt section (empty for none).
+    pub section: String,
+    pub tools: Vec<ToolDef>,
+}
+
+/// What the model has been shown and done so far in one episode.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    /// Addresses whose full definition is (or was) in the context.
+    pub shown: HashSet<Address>,
+    /// Skills whose full text is in the context.
+    pub loaded_skills: BTreeSet<String>,
+    /// Tool names loaded by the selection step and `request_tools`; `None` = all.
+    pub active: Option<BTreeSet<String>>,
+    /// Addresses fetched through meta-tools, in order, for the overfetch counter.
+    pub fetched: Vec<Address>,
+    /// Addresses executed so far, in order.
+    pub executed: Vec<Address>,
+}
+
+/// A protocol error: the call was not understood or not allowed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProtocolError {
+    /// A tool, connector, action, server, database or skill name not in the catalog.
+    UnknownTarget,
+    /// A meta-tool subcommand that does not exist.
+    BadSubcommand,
+    /// Arguments that are not JSON, or miss what the (meta-)tool requires.
+    SchemaViolation,
+    /// A tool that exists but is not loaded (selection step).
+    NotLoaded,
+}
+
+/// The effect of one call, for scoring.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
+pub enum Effect {
+    /// Protocol: definitions (or catalog listings) entered the context.
+    Fetched { addresses: Vec<Address> },
+    /// A real call, with the arguments it was made with.
+    Executed {
+        address: Address,
+        args: Value,
+        /// JSON Schema violations of `args` (empty = valid).
+        schema_errors: Vec<String>,
+        /// Whether the definition of `address` had been shown before the call.
+        blind: bool,
+        #[serde(skip)]
+        sql_result: Option<Result<QueryResult, String>>,
+    },
+    Error { error: ProtocolError },
+}
+
+/// The answer to one call: the text returned to the model, and what it meant.
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    pub content: String,
+    pub effect: Effect,
+}
+
+impl Resolution {
+    pub fn error(error: ProtocolError, message: impl Into<String>) -> Resolution {
+        Resolution {
+            content: json!({"error": message.into()}).to_string(),
+            effect: Effect::Error { error },
+        }
+    }
+
+    pub fn fetched(content: String, addresses: Vec<Address>) -> Resolution {
+        Resolution { content, effect: Effect::Fetched { addresses } }
+    }
+}
+
+/// What a strategy may use while answering a call.
+pub struct Env<'a> {
+    pub catalog: &'a Catalog,
+    pub databases: &'a Databases,
+}
+
+/// One way of disclosing one kind of resource.
+pub trait Strategy {
+    /// The kind it discloses; `None` for built-in tools.
+    fn kind(&self) -> Option<Kind>;
+    /// Its system-prompt section and tool definitions.
+    fn render(&self) -> &Rendered;
+    /// Addresses whose definitions are in the context from the first turn.
+    fn shown_up_front(&self) -> Vec<Address>;
+    /// Answers a call to one of its tools (`tool` is one of `render().tools`).
+    fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution;
+    /// The next call (tool name, arguments) on the shortest route to `target` that
+    /// never calls something whose definition was not shown; `None` when nothing is
+    /// left to do (a skill already in context).
+    fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)>;
+}
+
+/// The strategies of one mode, stacked, plus built-ins and the selection step.
+pub struct Composite<'a> {
+    pub mode: Mode,
+    catalog: &'a Catalog,
+    parts: Vec<Box<dyn Strategy + 'a>>,
+    system: String,
+    tools: Vec<ToolDef>,
+    owner: HashMap<String, usize>,
+    selection: SelectionConfig,
+    templates: &'a Templates,
+}
+
+impl<'a> Composite<'a> {
+    pub fn new(
+        catalog: &'a Catalog,
+        instructions: Option<&str>,
+        mode: Mode,
+        templates: &'a Templates,
+        selection: SelectionConfig,
+    ) -> Result<Composite<'a>, String> {
+        let mut parts: Vec<Box<dyn Strategy + 'a>> = Vec::new();
+        let t = templates;
+        if catalog.has(Kind::Skills) {
+            parts.push(match mode.skills {
+                Disclosure::Inline => Box::new(skills_inline::SkillsInline::new(catalog, t)?),
+                _ => Box::new(skills_progressive::SkillsProgressive::new(catalog, t)?),
+            });
+        }
+        if catalog.has(Kind::Connectors) {
+            parts.push(match mode.connectors {
+                Disclosure::Legacy => Box::new(connectors_legacy::ConnectorsLegacy::new(catalog)),
+                _ => Box::new(connectors_progressive::ConnectorsProgressive::new(catalog, t)?),
+            });
+        }
+        if catalog.has(Kind::Databases) {
+            parts.push(match mode.databases {
+                Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(catalog, t)?),
+                _ => Box::new(databases_progressive::DatabasesProgressive::new(catalog, t)?),
+            });
+        }
+        if catalog.has(Kind::Mcp) {
+            parts.push(match mode.mcp {
+                Disclosure::Legacy => Box::new(mcp_legacy::McpLegacy::new(catalog)),
+                _ => Box::new(mcp_progressive::McpProgressive::new(catalog, t)?),
+            });
+        }
+        if !catalog.builtins.is_empty() {
+            parts.push(Box::new(builtins::Builtins::new(catalog)));
+        }
+        let instructions = match instructions {
+            Some(i) => i.trim().to_string(),
+            None => t.default_instructions()?,
+        };
+        let sections: Vec<&str> = parts
+            .iter()
+            .map(|p| p.render().section.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let system = t.render("system.j2", json!({"instructions": instructions, "sections": sections}))?;
+        let mut tools = Vec::new();
+        let mut owner = HashMap::new();
+        for (i, p) in parts.iter().enumerate() {
+            for tool in &p.render().tools {
+                owner.insert(tool.name.clone(), i);
+                tools.push(tool.clone());
+            }
+        }
+        Ok(Composite { mode, catalog, parts, system, tools, owner, selection, templates })
+    }
+
+    pub fn system(&self) -> &str {
+        &self.system
+    }
+
+    pub fn catalog(&self) -> &'a Catalog {
+        self.catalog
+    }
+
+    /// The JSON Schema of the arguments an executed call to `address` takes.
+    pub fn catalog_schema(&self, address: &Address) -> Option<Value> {
+        self.catalog.schema_of(address)
+    }
+
+    /// Every top-level tool, before any selection.
+    pub fn all_tools(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    /// Whether the selection step runs for this mode and catalog.
+    pub fn selection_applies(&self) -> bool {
+        self.mode.selection && self.tools.len() > self.selection.threshold
+    }
+
+    pub fn selection_config(&self) -> SelectionConfig {
+        self.selection
+    }
+
+    /// A fresh episode: what is shown before the model does anything.
+    pub fn new_state(&self) -> State {
+        let mut st = State::default();
+        for p in &self.parts {
+            for a in p.shown_up_front() {
+                if let Address::Skill(n) = &a {
+                    st.loaded_skills.insert(n.clone());
+                }
+                st.shown.insert(a);
+            }
+        }
+        st
+    }
+
+    /// The tool list of the next request.
+    pub fn visible_tools(&self, state: &State) -> Vec<ToolDef> {
+        match &state.active {
+            None => self.tools.clone(),
+            Some(active) => {
+                let mut v: Vec<ToolDef> = self.tools.iter().filter(|t| active.contains(&t.name)).cloned().collect();
+                if let Some(rt) = selection::request_tools_def(&self.tools, active, self.templates) {
+                    v.push(rt);
+                }
+                v
+            }
+        }
+    }
+
+    /// The context of the next request.
+    pub fn context(&self, state: &State, messages: &[Message]) -> Context {
+        Context { system: self.system.clone(), tools: self.visible_tools(state), messages: messages.to_vec() }
+    }
+
+    /// The selection step's request: every tool, short, and the query.
+    pub fn selection_context(&self, query: &str) -> Result<Context, String> {
+        selection::context(&self.tools, query, self.selection, self.templates)
+    }
+
+    /// Applies the selection answer. Returns the names selected, or `None` when the
+    /// answer could not be used (then every tool stays loaded).
+    pub fn apply_selection(&self, state: &mut State, answer: &str) -> Option<Vec<String>> {
+        let picked = selection::parse_answer(answer, &self.tools, self.selection.max)?;
+        state.active = Some(picked.iter().cloned().collect());
+        self.mark_active_shown(state);
+        Some(picked)
+    }
+
+    /// Addresses of definitions that are loaded directly as tools are "shown" only while
+    /// their tool is active; recompute after the active set changes.
+    fn mark_active_shown(&self, state: &mut State) {
+        let fresh = self.new_state();
+        let active = state.active.clone();
+        let mut shown: HashSet<Address> = state.shown.iter().filter(|a| !fresh.shown.contains(a)).cloned().collect();
+        for a in fresh.shown {
+            let tool = self.top_level_tool_of(&a);
+            if active.as_ref().is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t))) {
+                shown.insert(a);
+            }
+        }
+        state.shown = shown;
+    }
+
+    /// The top-level tool through which `address` is reached first.
+    fn top_level_tool_of(&self, address: &Address) -> Option<String> {
+        let target = ExpectedCall { address: address.clone(), args: Default::default(), sql: None };
+        let probe = State { active: None, ..State::default() };
+        self.part_for(address)?.route(&target, &json!({}), &probe).map(|(t, _)| t)
+    }
+
+    fn part_for(&self, address: &Address) -> Option<&dyn Strategy> {
+        let kind = match address {
+            Address::Skill(_) => Some(Kind::Skills),
+            Address::Connector(..) => Some(Kind::Connectors),
+            Address::Database(_) => Some(Kind::Databases),
+            Address::Mcp(..) => Some(Kind::Mcp),
+            Address::Builtin(_) => None,
+        };
+        self.parts.iter().find(|p| p.kind() == kind).map(|b| b.as_ref())
+    }
+
+    /// Answers one call of the model.
+    pub fn resolve(&self, call: &ToolCall, state: &mut State, databases: &Databases) -> Resolution {
+        let env = Env { catalog: self.catalog, databases };
+        let args: Value = match serde_json::from_str(&call.arguments) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => return Resolution::error(ProtocolError::SchemaViolation, "arguments must be a JSON object"),
+            Err(e) => return Resolution::error(ProtocolError::SchemaViolation, format!("arguments are not valid JSON: {e}")),
+        };
+        if call.name == selection::REQUEST_TOOLS {
+            if let Some(active) = &state.active {
+                let before = active.clone();
+                let r = selection::resolve(&self.tools, &args, state);
+                if let Some(now) = state.active.clone() {
+                    let added: Vec<Address> = self
+                        .catalog
+                        .addresses()
+                        .into_iter()
+                        .filter(|a| {
+                            self.top_level_tool_of(a)
+                                .is_some_and(|t| now.contains(&t) && !before.contains(&t))
+                        })
+                        .collect();
+                    self.mark_active_shown(state);
+                    if let Effect::Fetched { .. } = r.effect {
+                        return Resolution::fetched(r.content, added);
+                    }
+                }
+                return r;
+            }
+        }
+        let Some(&i) = self.owner.get(&call.name) else {
+            let visible = self.visible_tools(state);
+            let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
+            return Resolution::error(
+                ProtocolError::UnknownTarget,
+                format!("unknown tool `{}`; available tools: {}", call.name, names.join(", ")),
+            );
+        };
+        if let Some(active) = &state.active {
+            if !active.contains(&call.name) {
+                return Resolution::error(
+                    ProtocolError::NotLoaded,
+                    format!("tool `{}` is not loaded; call request_tools with its name first", call.name),
+                );
+            }
+        }
+        let r = self.parts[i].resolve(&call.name, &args, state, &env);
+        match &r.effect {
+            Effect::Fetched { addresses } => {
+                for a in addresses {
+                    if let Address::Skill(n) = a {
+                        state.loaded_skills.insert(n.clone());
+                    }
+                    state.shown.insert(a.clone());
+                    state.fetched.push(a.clone());
+                }
+            }
+            Effect::Executed { address, .. } => state.executed.push(address.clone()),
+            Effect::Error { .. } => {}
+        }
+        r
+    }
+
+    /// The oracle's next call toward `target`, through `request_tools` when the tool it
+    /// needs is not loaded. `None` when the target needs no (further) call.
+    pub fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
+        let (tool, a) = self.part_for(&target.address)?.route(target, args, state)?;
+        if let Some(active) = &state.active {
+            if !active.contains(&tool) {
+                return Some((selection::REQUEST_TOOLS.to_string(), json!({"tool_names": [tool]})));
+            }
+        }
+        Some((tool, a))
+    }
+
+    /// The top-level tools the oracle needs for these targets (its selection answer).
+    pub fn tools_for(&self, targets: &[&ExpectedCall]) -> Vec<String> {
+        let probe = State::default();
+        let mut out: Vec<String> = Vec::new();
+        for t in targets {
+            if let Some((tool, _)) = self.part_for(&t.address).and_then(|p| p.route(t, &json!({}), &probe)) {
+                if !out.contains(&tool) {
+                    out.push(tool);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Executes a call on the environment: validates its arguments, runs SQL for database
+/// queries, returns the fixture response otherwise.
+pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Resolution {
+    let schema_errors = env
+        .catalog
+        .schema_of(&address)
+        .map(|s| schema_errors(&s, args))
+        .unwrap_or_default();
+    let blind = !state.shown.contains(&address);
+    let (content, sql_result) = if let Address::Database(db) = &address {
+        let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
+        let r = env.databases.query(db, sql);
+        let content = match &r {
+            Ok(q) => serde_json::to_string(q).expect("rows serialize"),
+            Err(e) => json!({"error": e}).to_string(),
+        };
+        (content, Some(r))
+    } else if !schema_errors.is_empty() {
+        (json!({"error": format!("invalid arguments: {}", schema_errors.join("; "))}).to_string(), None)
+    } else {
+        (fixture_response(env.catalog, &address).to_string(), None)
+    };
+    Resolution {
+        content,
+        effect: Effect::Executed { address, args: args.clone(), schema_errors, blind, sql_result },
+    }
+}
+
+/// JSON Schema violations of `instance`, as readable strings.
+pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
+    match jsonschema::validator_for(schema) {
+        Ok(v) => v
+            .iter_errors(instance)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect(),
+        Err(e) => vec![format!("schema does not compile: {e}")],
+    }
+}
+
+/// `"names: a, b, c"` for error messages that list valid values.
+pub(crate) fn valid(what: &str, names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let v: Vec<String> = names.into_iter().map(|s| s.as_ref().to_string()).collect();
+    format!("valid {what}: {}", v.join(", "))
+}
+
+/// A string argument, or a protocol error naming it.
+pub(crate) fn arg_str<'v>(args: &'v Value, key: &str, tool: &str) -> Result<&'v str, Resolution> {
+    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| {
+        Resolution::error(ProtocolError::SchemaViolation, format!("`{tool}` needs a string `{key}`"))
+    })
+}

@@ -1,0 +1,74 @@
+//! Skills, progressive: stubs under `## Available Skills` (descriptions cut to 120
+//! characters) and a `read_skill(name)` tool that returns a skill's full text.
+
+use serde_json::{json, Value};
+
+use super::templates::shorten;
+use super::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
+use crate::catalog::{Address, Catalog, Kind};
+use crate::scenario::ExpectedCall;
+use crate::wire::ToolDef;
+
+pub const READ_SKILL: &str = "read_skill";
+/// Stub descriptions are cut to this many characters, then `...`.
+pub const STUB_CHARS: usize = 120;
+
+pub struct SkillsProgressive<'a> {
+    catalog: &'a Catalog,
+    rendered: Rendered,
+}
+
+impl<'a> SkillsProgressive<'a> {
+    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+        let skills: Vec<Value> = catalog
+            .skills
+            .iter()
+            .map(|s| json!({"name": s.name, "short": shorten(&s.description, STUB_CHARS)}))
+            .collect();
+        let section = t.render("skills_progressive.j2", json!({"skills": skills}))?;
+        let names: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
+        let tool = ToolDef {
+            name: READ_SKILL.into(),
+            description: t.render("read_skill.j2", json!({}))?,
+            parameters: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "enum": names, "description": "The skill's name."}},
+                "required": ["name"]
+            }),
+        };
+        Ok(SkillsProgressive { catalog, rendered: Rendered { section, tools: vec![tool] } })
+    }
+}
+
+impl Strategy for SkillsProgressive<'_> {
+    fn kind(&self) -> Option<Kind> {
+        Some(Kind::Skills)
+    }
+
+    fn render(&self) -> &Rendered {
+        &self.rendered
+    }
+
+    fn shown_up_front(&self) -> Vec<Address> {
+        Vec::new()
+    }
+
+    fn resolve(&self, tool: &str, args: &Value, _state: &mut State, _env: &Env) -> Resolution {
+        let name = match arg_str(args, "name", tool) {
+            Ok(n) => n,
+            Err(r) => return r,
+        };
+        match self.catalog.skill(name) {
+            Some(s) => Resolution::fetched(s.content.clone(), vec![Address::Skill(s.name.clone())]),
+            None => Resolution::error(
+                ProtocolError::UnknownTarget,
+                format!("no skill `{name}`; {}", valid("names", self.catalog.skills.iter().map(|s| &s.name))),
+            ),
+        }
+    }
+
+    fn route(&self, target: &ExpectedCall, _args: &Value, state: &State) -> Option<(String, Value)> {
+        let Address::Skill(name) = &target.address else { return None };
+        (!state.loaded_skills.contains(name)).then(|| (READ_SKILL.to_string(), json!({"name": name})))
+    }
+}

@@ -1,0 +1,121 @@
+//! Prompt texts: the Jinja templates shipped in `templates/`, embedded in the binary
+//! and overridable file by file from a directory (`--templates DIR`), so researchers
+//! can test other wordings without rebuilding.
+
+use std::path::Path;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+/// The template files, by name, with their built-in text.
+pub const BUILTIN: [(&str, &str); 13] = [
+    ("system.j2", include_str!("../../templates/system.j2")),
+    ("default_instructions.txt", include_str!("../../templates/default_instructions.txt")),
+    ("skills_progressive.j2", include_str!("../../templates/skills_progressive.j2")),
+    ("skills_inline.j2", include_str!("../../templates/skills_inline.j2")),
+    ("read_skill.j2", include_str!("../../templates/read_skill.j2")),
+    ("connector.j2", include_str!("../../templates/connector.j2")),
+    ("database.j2", include_str!("../../templates/database.j2")),
+    ("database_list_tables.j2", include_str!("../../templates/database_list_tables.j2")),
+    ("database_describe_table.j2", include_str!("../../templates/database_describe_table.j2")),
+    ("database_query.j2", include_str!("../../templates/database_query.j2")),
+    ("mcp.j2", include_str!("../../templates/mcp.j2")),
+    ("request_tools.j2", include_str!("../../templates/request_tools.j2")),
+    ("selection.j2", include_str!("../../templates/selection.j2")),
+];
+
+/// The loaded templates.
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+impl Templates {
+    /// The built-in templates.
+    pub fn builtin() -> Templates {
+        Templates::with_overrides(None).expect("built-in templates compile")
+    }
+
+    /// Built-in templates, with any file of the same name in `dir` taking their place.
+    /// A file in `dir` that is not a known template name is an error (a typo would
+    /// otherwise be silently ignored).
+    pub fn with_overrides(dir: Option<&Path>) -> Result<Templates, String> {
+        let mut env = Environment::new();
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .build()
+                .map_err(|e| format!("template syntax: {e}"))?,
+        );
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        let mut sources: Vec<(String, String)> =
+            BUILTIN.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect();
+        if let Some(dir) = dir {
+            let entries = std::fs::read_dir(dir)
+                .map_err(|e| format!("{}: cannot read template directory: {e}", dir.display()))?;
+            for e in entries.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let Some(slot) = sources.iter_mut().find(|(n, _)| *n == name) else {
+                    return Err(format!(
+                        "{}: `{name}` is not a template name (known: {})",
+                        dir.display(),
+                        BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                    ));
+                };
+                slot.1 = std::fs::read_to_string(e.path())
+                    .map_err(|err| format!("{}: {err}", e.path().display()))?;
+            }
+        }
+        for (name, src) in sources {
+            env.add_template_owned(name.clone(), src)
+                .map_err(|e| format!("template {name}: {e}"))?;
+        }
+        Ok(Templates { env })
+    }
+
+    /// Renders a template; the result is trimmed of surrounding whitespace.
+    pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String, String> {
+        let t = self.env.get_template(name).map_err(|e| format!("template {name}: {e}"))?;
+        t.render(minijinja::value::Serde(ctx))
+            .map(|s| s.trim().to_string())
+            .map_err(|e| format!("template {name}: {e:#}"))
+    }
+
+    /// The default agent instructions.
+    pub fn default_instructions(&self) -> Result<String, String> {
+        self.render("default_instructions.txt", ())
+    }
+}
+
+/// `text` cut to `max` characters, with `...` appended when cut.
+pub fn shorten(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(max).collect();
+        format!("{}...", cut.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorten_cuts_at_chars_with_ellipsis() {
+        assert_eq!(shorten("abc", 5), "abc");
+        assert_eq!(shorten("abcdef", 3), "abc...");
+        assert_eq!(shorten("ééééé", 2), "éé...");
+    }
+
+    #[test]
+    fn overrides_replace_one_file_and_reject_unknown_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("read_skill.j2"), "Read a skill.").unwrap();
+        let t = Templates::with_overrides(Some(dir.path())).unwrap();
+        assert_eq!(t.render("read_skill.j2", ()).unwrap(), "Read a skill.");
+        std::fs::write(dir.path().join("readskill.j2"), "x").unwrap();
+        let e = Templates::with_overrides(Some(dir.path())).err().unwrap();
+        assert!(e.contains("not a template name"), "{e}");
+    }
+}

@@ -1,0 +1,133 @@
+//! Token counting with tiktoken (DESIGN §7) and the per-outcome [`Ledger`].
+//!
+//! What is counted is exactly the text discbench would send: the system prompt, each
+//! tool definition as its compact OpenAI function JSON ([`crate::wire::ToolDef::wire_json`]),
+//! message contents, and tool-call names and argument texts. Providers add a few
+//! framing tokens per message and render function definitions their own way; those
+//! are not modelled, so counts are exact for the shown text and an approximation of a
+//! provider's bill (see the README). Each distinct string is encoded once per counter.
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use tiktoken_rs::CoreBPE;
+
+use crate::wire::{Context, Message, ToolDef};
+
+/// The encodings discbench can count with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    O200kBase,
+    Cl100kBase,
+}
+
+impl Encoding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+        }
+    }
+}
+
+impl FromStr for Encoding {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
+            "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
+            other => Err(format!("unknown tokenizer `{other}`: use o200k_base or cl100k_base")),
+        }
+    }
+}
+
+/// A tokenizer with a memo of every string it has counted.
+pub struct Counter {
+    encoding: Encoding,
+    bpe: CoreBPE,
+    memo: Mutex<HashMap<String, usize>>,
+}
+
+impl Counter {
+    pub fn new(encoding: Encoding) -> Counter {
+        let bpe = match encoding {
+            Encoding::O200kBase => tiktoken_rs::o200k_base(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base(),
+        }
+        .expect("tiktoken-rs embeds its encodings");
+        Counter { encoding, bpe, memo: Mutex::new(HashMap::new()) }
+    }
+
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+
+    /// Tokens in `text`, encoded as ordinary text (special-token strings count as text).
+    pub fn count(&self, text: &str) -> usize {
+        if text.is_empty() {
+            return 0;
+        }
+        if let Some(n) = self.memo.lock().expect("memo lock").get(text) {
+            return *n;
+        }
+        let n = self.bpe.encode_ordinary(text).len();
+        self.memo.lock().expect("memo lock").insert(text.to_string(), n);
+        n
+    }
+
+    /// Tokens of the same text without the memo (for benches and cross-checks).
+    pub fn count_uncached(&self, text: &str) -> usize {
+        self.bpe.encode_ordinary(text).len()
+    }
+
+    pub fn tool(&self, t: &ToolDef) -> usize {
+        self.count(&t.wire_json())
+    }
+
+    pub fn tools(&self, tools: &[ToolDef]) -> usize {
+        tools.iter().map(|t| self.tool(t)).sum()
+    }
+
+    pub fn message(&self, m: &Message) -> usize {
+        match m {
+            Message::User { content } => self.count(content),
+            Message::Assistant { content, tool_calls } => {
+                content.as_deref().map_or(0, |c| self.count(c))
+                    + tool_calls.iter().map(|c| self.count(&c.name) + self.count(&c.arguments)).sum::<usize>()
+            }
+            Message::Tool { content, .. } => self.count(content),
+        }
+    }
+
+    /// Tokens of one whole request.
+    pub fn context(&self, cx: &Context) -> usize {
+        self.count(&cx.system) + self.tools(&cx.tools) + cx.messages.iter().map(|m| self.message(m)).sum::<usize>()
+    }
+}
+
+/// Token counts of one outcome, split by layer (DESIGN §7).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ledger {
+    /// System prompt text, stubs included.
+    pub system: usize,
+    /// Tool definitions present from the first turn.
+    pub tool_defs: usize,
+    /// Schemas and skill texts that entered later through meta-tools (and tool
+    /// definitions loaded by `request_tools`).
+    pub fetched: usize,
+    /// Tool results other than fetched definitions.
+    pub results: usize,
+    /// Model output: text, tool names and argument texts.
+    pub output: usize,
+    /// The selection step's request and answer (zero when it did not run).
+    pub selection: usize,
+    /// The whole first request: system + tool_defs + the query.
+    pub first_turn: usize,
+    /// Sum over requests of everything sent (the selection request included).
+    pub billed_input: usize,
+    /// The largest single request.
+    pub peak_context: usize,
+}

@@ -1,0 +1,89 @@
+//! What a model is sent and what it answers: the context (system prompt, tool
+//! definitions, messages) and tool calls, in the OpenAI Chat Completions shape.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// One tool definition as it is sent to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+impl ToolDef {
+    /// The exact JSON that is sent and counted: the OpenAI function-tool wrapper,
+    /// compact, keys in the order written here and in the schema.
+    pub fn wire_json(&self) -> String {
+        json!({
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters}
+        })
+        .to_string()
+    }
+}
+
+/// A tool call made by the model. `arguments` is the raw JSON text, which may be invalid.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(id: impl Into<String>, name: impl Into<String>, args: &Value) -> Self {
+        ToolCall { id: id.into(), name: name.into(), arguments: args.to_string() }
+    }
+}
+
+/// One message of the conversation after the system prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+pub enum Message {
+    User { content: String },
+    Assistant { content: Option<String>, tool_calls: Vec<ToolCall> },
+    Tool { tool_call_id: String, name: String, content: String },
+}
+
+/// Everything sent in one request.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Context {
+    pub system: String,
+    pub tools: Vec<ToolDef>,
+    pub messages: Vec<Message>,
+}
+
+impl Context {
+    pub fn tool(&self, name: &str) -> Option<&ToolDef> {
+        self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The user's query: the first user message.
+    pub fn query(&self) -> &str {
+        self.messages
+            .iter()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or("")
+    }
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub text: Option<String>,
+    pub calls: Vec<ToolCall>,
+}
+
+impl Response {
+    pub fn say(text: impl Into<String>) -> Self {
+        Response { text: Some(text.into()), calls: Vec::new() }
+    }
+    pub fn call(calls: Vec<ToolCall>) -> Self {
+        Response { text: None, calls }
+    }
+}
