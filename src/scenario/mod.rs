@@ -275,7 +275,11 @@ fn strip_location(msg: &str) -> String {
         Some(i) if msg[i..].contains(" column ") => &msg[..i],
         _ => msg,
     };
-    msg.to_string()
+    // serde_yaml_ng prefixes its own copy of the path.
+    match msg.split_once(": ") {
+        Some((pre, rest)) if !pre.is_empty() && pre.chars().all(|c| c.is_alphanumeric() || "_.[]".contains(c)) => rest.to_string(),
+        _ => msg.to_string(),
+    }
 }
 
 #[derive(Default)]

@@ -1,0 +1,310 @@
+//! The built-in suite and the harness end to end: every expectation is reachable by
+//! the oracle under every preset, meta-tools answer as designed, token ledgers add up
+//! exactly, precedence holds, and each preset's exact context is snapshot-tested
+//! (update snapshots with `INSTA_UPDATE=always cargo test`, then review `git diff`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use discbench::environment::Databases;
+use discbench::model;
+use discbench::runner::{Episode, Outcome};
+use discbench::scenario::{self, Scenario};
+use discbench::strategy::{Composite, Disclosure, Effect, Mode, ProtocolError, SelectionConfig, Templates};
+use discbench::tokens::{Counter, Encoding};
+use discbench::wire::ToolCall;
+use serde_json::{json, Value};
+
+fn suite() -> Vec<Scenario> {
+    scenario::load_all(&[PathBuf::from("scenarios")]).expect("the built-in suite loads")
+}
+
+fn tiny() -> Scenario {
+    scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap()
+}
+
+fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
+    let t = Templates::builtin();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode.with_overrides(&sc.agent.modes), &t, SelectionConfig::default()).unwrap();
+    let mut m = model::build(model_name).unwrap();
+    Episode { scenario: sc, query: &sc.queries[q], composite: &comp, counter, dbs: &dbs, max_turns: 10 }.run(m.as_mut())
+}
+
+#[test]
+fn suite_is_large_enough() {
+    let s = suite();
+    let queries: usize = s.iter().map(|s| s.queries.len()).sum();
+    let abstain: usize = s.iter().flat_map(|s| &s.queries).filter(|q| q.expect.calls.is_empty()).count();
+    assert!(queries >= 80, "{queries} queries");
+    assert!(abstain >= 12, "{abstain} no-call queries");
+    let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
+    assert!(names.contains(&"enterprise-hub") && names.contains(&"mcp-reference"));
+    let hub = s.iter().find(|s| s.name == "enterprise-hub").unwrap();
+    let tables = |n: &str| hub.catalog.database(n).unwrap().tables.len();
+    assert_eq!((tables("hr_postgres"), tables("analytics_db")), (12, 45));
+}
+
+#[test]
+fn oracle_is_exact_on_every_query_under_every_preset() {
+    let counter = Counter::new(Encoding::O200kBase);
+    let mut failures = Vec::new();
+    let mut selection_ran = false;
+    for sc in suite() {
+        for preset in ["progressive", "legacy", "inline"] {
+            let mode = Mode::preset(preset).unwrap();
+            for q in 0..sc.queries.len() {
+                let o = episode(&sc, &mode, "oracle", q, &counter);
+                selection_ran |= o.selection.as_ref().is_some_and(|s| s.selected.is_some());
+                let ok = o.score.exact
+                    && o.score.args_ok != Some(false)
+                    && o.score.schema_valid != Some(false)
+                    && o.protocol.errors() == 0
+                    && o.protocol.blind_calls == 0
+                    && !o.protocol.hit_max_turns;
+                if !ok {
+                    failures.push(format!("{}/{}/{}: {:?} {:?}", sc.name, preset, o.query_id, o.score, o.protocol));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(selection_ran, "some scenario must be large enough for the selection step");
+}
+
+#[test]
+fn request_tools_engages_on_the_large_scenario() {
+    let counter = Counter::new(Encoding::O200kBase);
+    let sc = suite().into_iter().find(|s| s.name == "large-catalog").unwrap();
+    let t = Templates::builtin();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let mode = Mode::preset("progressive").unwrap();
+    for max in [6, 1] {
+        let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode.clone(), &t, SelectionConfig { threshold: 12, max }).unwrap();
+        assert!(comp.selection_applies());
+        let mut used = 0;
+        for q in &sc.queries {
+            let mut m = model::build("oracle").unwrap();
+            let o = Episode { scenario: &sc, query: q, composite: &comp, counter: &counter, dbs: &dbs, max_turns: 10 }.run(m.as_mut());
+            assert!(o.selection.as_ref().is_some_and(|s| s.selected.is_some()), "{}: selection ran", q.id);
+            assert!(o.turns[0].entered.iter().any(|e| e.what == "request_tools"), "{}: request_tools offered", q.id);
+            assert!(o.score.exact, "{} (max {max})", q.id);
+            used += o.calls.iter().filter(|c| c.tool == "request_tools").count();
+        }
+        if max == 1 {
+            assert!(used > 0, "with one tool selected, multi-tool queries must load more through request_tools");
+        }
+    }
+}
+
+#[test]
+fn ledger_adds_up_to_the_recounted_requests() {
+    let counter = Counter::new(Encoding::Cl100kBase);
+    let sc = tiny();
+    for preset in ["progressive", "legacy", "inline"] {
+        let o = episode(&sc, &Mode::preset(preset).unwrap(), "oracle", 0, &counter);
+        let t = &o.tokens;
+        let per_turn: usize = o.turns.iter().map(|t| t.request_tokens).sum();
+        let selection_request = o.selection.as_ref().map_or(0, |sel| t.selection - counter.count(&sel.answer));
+        assert_eq!(t.billed_input, per_turn + selection_request, "{preset}: billed = every request sent");
+        assert_eq!(t.first_turn, o.turns[0].request_tokens);
+        let entered: usize = o.turns[0].entered.iter().filter(|e| matches!(e.layer.as_str(), "system" | "tool_defs" | "query")).map(|e| e.tokens).sum();
+        assert_eq!(entered, t.first_turn, "{preset}: the first request is system + tools + query");
+        assert_eq!(t.peak_context, o.turns.iter().map(|t| t.request_tokens).max().unwrap().max(selection_request));
+        // Each request re-sends all before it: request k+1 = request k + what turn k added.
+        for w in o.turns.windows(2) {
+            let added: usize = w[0].entered.iter().filter(|e| matches!(e.layer.as_str(), "output" | "fetched" | "results")).map(|e| e.tokens).sum::<usize>()
+                + w[1].entered.iter().filter(|e| e.layer == "fetched" && e.what.starts_with("tool definition")).map(|e| e.tokens).sum::<usize>();
+            assert_eq!(w[1].request_tokens, w[0].request_tokens + added, "{preset}: turn {}", w[1].turn);
+        }
+    }
+}
+
+#[test]
+fn token_counts_match_an_independent_encode() {
+    let counter = Counter::new(Encoding::O200kBase);
+    let bpe = tiktoken_rs::o200k_base().unwrap();
+    let sc = tiny();
+    let t = Templates::builtin();
+    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), Mode::preset("legacy").unwrap(), &t, SelectionConfig::default()).unwrap();
+    assert_eq!(counter.count(comp.system()), bpe.encode_ordinary(comp.system()).len());
+    for tool in comp.all_tools() {
+        assert_eq!(counter.tool(tool), bpe.encode_ordinary(&tool.wire_json()).len());
+    }
+    // The memo returns the same count the second time.
+    assert_eq!(counter.count(comp.system()), counter.count_uncached(comp.system()));
+}
+
+#[test]
+fn meta_tools_answer_as_designed() {
+    let sc = tiny();
+    let t = Templates::builtin();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = Composite::new(&sc.catalog, None, Mode::preset("progressive").unwrap(), &t, SelectionConfig::default()).unwrap();
+    let mut st = comp.new_state();
+    let call = |name: &str, args: Value| ToolCall::new("c", name, &args);
+
+    let r = comp.resolve(&call("connector", json!({"subcommand": "discover", "connector": "erp"})), &mut st, &dbs);
+    let v: Value = serde_json::from_str(&r.content).unwrap();
+    assert_eq!(v["actions"][0]["parameters"]["required"], json!(["order_id"]), "discover returns full schemas");
+    assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.len() == 2));
+
+    let r = comp.resolve(&call("connector", json!({"subcommand": "discover", "connector": "crm"})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::UnknownTarget }));
+    assert!(r.content.contains("valid connectors: erp"), "{}", r.content);
+
+    let r = comp.resolve(&call("connector", json!({"subcommand": "run", "connector": "erp"})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::BadSubcommand }));
+
+    let r = comp.resolve(&call("read_skill", json!({"name": "Refunds"})), &mut st, &dbs);
+    assert!(r.content.contains("Refund Processing"), "unknown skills list the valid names: {}", r.content);
+
+    let r = comp.resolve(&call("connector", json!({"subcommand": "execute", "connector": "erp", "action": "get_order", "parameters": {"order_id": "9921"}})), &mut st, &dbs);
+    assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"order_id": "9921", "total": 84.5}), "fixture response");
+
+    let r = comp.resolve(&call("database", json!({"subcommand": "query", "database": "hr", "sql": "SELECT name FROM people"})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Executed { blind: true, .. }), "querying before discovering is blind");
+    assert!(r.content.contains("Ada"));
+    let r = comp.resolve(&call("database", json!({"subcommand": "query", "database": "hr", "sql": "DROP TABLE people"})), &mut st, &dbs);
+    assert!(r.content.contains("read-only"), "{}", r.content);
+
+    let r = comp.resolve(&ToolCall { id: "x".into(), name: "mcp".into(), arguments: "{not json".into() }, &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::SchemaViolation }));
+    let r = comp.resolve(&call("erp__get_order", json!({})), &mut st, &dbs);
+    assert!(r.content.contains("available tools:"), "{}", r.content);
+}
+
+#[test]
+fn selection_step_and_request_tools() {
+    let sc = tiny();
+    let t = Templates::builtin();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    // A threshold of 2 makes the tiny catalog (5 tools) select.
+    let cfg = SelectionConfig { threshold: 2, max: 1 };
+    let comp = Composite::new(&sc.catalog, None, Mode::preset("progressive").unwrap(), &t, cfg).unwrap();
+    assert!(comp.selection_applies());
+    let mut st = comp.new_state();
+    assert_eq!(comp.apply_selection(&mut st, "Sure: [\"calculator\", \"mcp\"]"), Some(vec!["calculator".to_string()]));
+    let names: Vec<String> = comp.visible_tools(&st).iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names, ["calculator", "request_tools"]);
+    let rt = comp.visible_tools(&st).pop().unwrap();
+    assert!(rt.description.contains("- connector: Call actions of external API connectors. Discover a connector first to see its a..."), "{}", rt.description);
+    let r = comp.resolve(&ToolCall::new("1", "connector", &json!({"subcommand": "discover", "connector": "erp"})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::NotLoaded }));
+    comp.resolve(&ToolCall::new("2", "request_tools", &json!({"tool_names": ["connector"]})), &mut st, &dbs);
+    assert!(comp.visible_tools(&st).iter().any(|t| t.name == "connector"));
+    // An unusable answer keeps every tool loaded.
+    let mut st2 = comp.new_state();
+    assert_eq!(comp.apply_selection(&mut st2, "I think the calculator"), None);
+    assert_eq!(comp.visible_tools(&st2).len(), comp.all_tools().len());
+}
+
+#[test]
+fn scenario_modes_win_over_the_requested_mode() {
+    let mut sc = tiny();
+    sc.agent.modes.insert(discbench::catalog::Kind::Connectors, Disclosure::Legacy);
+    let counter = Counter::new(Encoding::O200kBase);
+    let o = episode(&sc, &Mode::preset("progressive").unwrap(), "oracle", 0, &counter);
+    assert!(o.mode_spec.contains("connectors=legacy"), "{}", o.mode_spec);
+    assert!(o.calls.iter().any(|c| c.tool == "erp__get_order"), "{:?}", o.calls.iter().map(|c| &c.tool).collect::<Vec<_>>());
+}
+
+#[test]
+fn scoring_of_wrong_and_forbidden_calls() {
+    let sc = tiny();
+    let counter = Counter::new(Encoding::O200kBase);
+    // lexical on "thanks" abstains; the oracle on "refund" reads the skill, then calls.
+    let o = episode(&sc, &Mode::preset("legacy").unwrap(), "lexical", 3, &counter);
+    assert_eq!(o.score.abstain_ok, Some(true));
+    let o = episode(&sc, &Mode::preset("progressive").unwrap(), "oracle", 0, &counter);
+    assert_eq!(o.calls[0].tool, "read_skill");
+    assert!(o.score.exact && o.score.first_call_correct && !o.score.forbidden_hit);
+    assert_eq!(o.protocol.discovery_calls, 2);
+    assert_eq!(o.protocol.overfetch, 1, "delete_order was fetched and not used");
+}
+
+fn snapshot_context(preset: &str) -> String {
+    let sc = tiny();
+    let counter = Counter::new(Encoding::O200kBase);
+    let t = Templates::builtin();
+    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), Mode::preset(preset).unwrap(), &t, SelectionConfig::default()).unwrap();
+    let mut s = format!("=== system ({} tokens)\n{}\n", counter.count(comp.system()), comp.system());
+    for tool in comp.all_tools() {
+        s += &format!("=== tool {} ({} tokens)\n{}\n", tool.name, counter.tool(tool), serde_json::to_string_pretty(&json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters})).unwrap());
+    }
+    s
+}
+
+#[test]
+fn context_snapshot_progressive() {
+    insta::assert_snapshot!("progressive", snapshot_context("progressive"));
+}
+
+#[test]
+fn context_snapshot_legacy() {
+    insta::assert_snapshot!("legacy", snapshot_context("legacy"));
+}
+
+#[test]
+fn context_snapshot_inline() {
+    insta::assert_snapshot!("inline", snapshot_context("inline"));
+}
+
+#[test]
+fn cli_run_writes_one_line_per_outcome_and_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["run", "fixtures/snapshot/tiny.yaml", "--run-id", "r1", "--out"])
+        .arg(dir.path())
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for col in ["exact", "F1", "first-turn tok", "billed in", "vs legacy", "proto err"] {
+        assert!(stdout.contains(col), "{stdout}");
+    }
+    let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
+    // 4 queries × 3 presets × 2 models.
+    assert_eq!(lines.lines().count(), 24);
+    for l in lines.lines() {
+        let o: Outcome = serde_json::from_str(l).unwrap();
+        assert_eq!(o.run_id, "r1");
+    }
+    // The same run id again is refused (exit 2) rather than mixing runs.
+    let again = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["run", "fixtures/snapshot/tiny.yaml", "--run-id", "r1", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2));
+}
+
+#[test]
+fn cli_bad_input_exits_2() {
+    let bin = env!("CARGO_BIN_EXE_discbench");
+    for args in [
+        vec!["run", "fixtures/snapshot/tiny.yaml", "--mode", "skills=legacy"],
+        vec!["run", "fixtures/snapshot/tiny.yaml", "--model", "gpt"],
+        vec!["tokens", "fixtures/snapshot/tiny.yaml", "--tokenizer", "p50k"],
+        vec!["tokens", "no/such/dir"],
+        vec!["frobnicate"],
+    ] {
+        let out = Command::new(bin).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+#[test]
+fn tokens_command_prints_the_static_ledger() {
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["tokens", "fixtures/snapshot/tiny.yaml", "--mode", "legacy", "--mode", "skills=inline,mcp=legacy", "--tokenizer", "cl100k_base", "--show"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("tokenizer: cl100k_base"));
+    assert!(s.contains("--- tool erp__get_order"));
+    assert!(s.contains("skills=inline,connectors=progressive,databases=progressive,mcp=legacy,selection=on"));
+    assert!(s.contains("--- tool github__create_issue"));
+}
