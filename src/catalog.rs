@@ -233,7 +233,11 @@ impl Catalog {
                 let tool = server.tools.iter().find(|x| &x.name == t)?;
                 Some(Target::McpTool(server, tool))
             }
-            Address::Builtin(n) => self.builtins.iter().find(|b| &b.name == n).map(Target::Builtin),
+            Address::Builtin(n) => self
+                .builtins
+                .iter()
+                .find(|b| &b.name == n)
+                .map(Target::Builtin),
         }
     }
 
@@ -272,11 +276,23 @@ impl Catalog {
                     .map(|a| Address::Connector(c.name.clone(), a.name.clone())),
             );
         }
-        out.extend(self.databases.iter().map(|d| Address::Database(d.name.clone())));
+        out.extend(
+            self.databases
+                .iter()
+                .map(|d| Address::Database(d.name.clone())),
+        );
         for s in &self.mcp_servers {
-            out.extend(s.tools.iter().map(|t| Address::Mcp(s.name.clone(), t.name.clone())));
+            out.extend(
+                s.tools
+                    .iter()
+                    .map(|t| Address::Mcp(s.name.clone(), t.name.clone())),
+            );
         }
-        out.extend(self.builtins.iter().map(|b| Address::Builtin(b.name.clone())));
+        out.extend(
+            self.builtins
+                .iter()
+                .map(|b| Address::Builtin(b.name.clone())),
+        );
         out
     }
 
@@ -328,7 +344,13 @@ mod tests {
 
     #[test]
     fn bad_addresses_are_refused() {
-        for s in ["erp/get_order", "connector:erp", "database:hr/select", "mcp:/x", "skill:"] {
+        for s in [
+            "erp/get_order",
+            "connector:erp",
+            "database:hr/select",
+            "mcp:/x",
+            "skill:",
+        ] {
             assert!(s.parse::<Address>().is_err(), "{s} should not parse");
         }
     }

@@ -18,7 +18,11 @@ use crate::strategy::{Composite, SelectionConfig, Templates};
 use crate::tokens::{Counter, Encoding};
 
 #[derive(Parser, Debug)]
-#[command(name = "discbench", version, about = "Measure how LLM agents should be shown large tool catalogs")]
+#[command(
+    name = "discbench",
+    version,
+    about = "Measure how LLM agents should be shown large tool catalogs"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -127,7 +131,8 @@ impl Environment {
     pub fn detect() -> Environment {
         Environment {
             stderr_is_terminal: std::io::stderr().is_terminal(),
-            is_ci: std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false" && v != "0"),
+            is_ci: std::env::var_os("CI")
+                .is_some_and(|v| !v.is_empty() && v != "false" && v != "0"),
         }
     }
 }
@@ -150,8 +155,16 @@ fn default_paths(p: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 /// The modes to run: `--mode` values, else the environment's mode, else all presets.
-pub fn resolve_modes(flags: &[String], get_env: impl Fn(&str) -> Option<String>) -> Result<Vec<Mode>, Failure> {
-    let specs: Vec<&str> = flags.iter().flat_map(|f| f.split(';')).map(str::trim).filter(|s| !s.is_empty()).collect();
+pub fn resolve_modes(
+    flags: &[String],
+    get_env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Mode>, Failure> {
+    let specs: Vec<&str> = flags
+        .iter()
+        .flat_map(|f| f.split(';'))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
     let mut modes = Vec::new();
     if specs.is_empty() {
         match Mode::from_env(get_env).map_err(Failure::Usage)? {
@@ -178,9 +191,13 @@ struct Prepared {
 }
 
 fn prepare(c: &Common) -> Result<Prepared, Failure> {
-    let encoding: Encoding = c.tokenizer.parse().map_err(|e| Failure::Usage(format!("--tokenizer: {e}")))?;
+    let encoding: Encoding = c
+        .tokenizer
+        .parse()
+        .map_err(|e| Failure::Usage(format!("--tokenizer: {e}")))?;
     let modes = resolve_modes(&c.modes, |v| std::env::var(v).ok())?;
-    let templates = Templates::with_overrides(c.templates.as_deref()).map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
+    let templates = Templates::with_overrides(c.templates.as_deref())
+        .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
     if c.selection_max == 0 {
         return Err(Failure::Usage("--selection-max must be at least 1".into()));
     }
@@ -190,28 +207,44 @@ fn prepare(c: &Common) -> Result<Prepared, Failure> {
         modes,
         counter: Counter::new(encoding),
         templates,
-        selection: SelectionConfig { threshold: c.selection_threshold, max: c.selection_max },
+        selection: SelectionConfig {
+            threshold: c.selection_threshold,
+            max: c.selection_max,
+        },
     })
 }
 
 fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let p = prepare(&a.common)?;
-    let models = if a.models.is_empty() { vec!["oracle".to_string(), "lexical".to_string()] } else { a.models.clone() };
+    let models = if a.models.is_empty() {
+        vec!["oracle".to_string(), "lexical".to_string()]
+    } else {
+        a.models.clone()
+    };
     for m in &models {
         crate::model::build(m).map_err(|e| Failure::Usage(format!("--model: {e}")))?;
     }
     if a.repeat == 0 || a.max_turns == 0 {
-        return Err(Failure::Usage("--repeat and --max-turns must be at least 1".into()));
+        return Err(Failure::Usage(
+            "--repeat and --max-turns must be at least 1".into(),
+        ));
     }
     let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
     if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
-        return Err(Failure::Usage(format!("--run-id `{run_id}` must be a plain directory name")));
+        return Err(Failure::Usage(format!(
+            "--run-id `{run_id}` must be a plain directory name"
+        )));
     }
     let dir = a.out.join(&run_id);
     if dir.join("outcomes.jsonl").exists() {
-        return Err(Failure::Usage(format!("{} already holds outcomes; pick another --run-id", dir.display())));
+        return Err(Failure::Usage(format!(
+            "{} already holds outcomes; pick another --run-id",
+            dir.display()
+        )));
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display())).map_err(Failure::Infra)?;
+    std::fs::create_dir_all(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))
+        .map_err(Failure::Infra)?;
     let cfg = RunConfig {
         run_id: run_id.clone(),
         modes: p.modes,
@@ -231,16 +264,29 @@ fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32
     let rows = table::rows(&collector.outcomes);
     let text = table::render(&rows);
     writeln!(out, "{text}").map_err(|e| Failure::Infra(e.into()))?;
-    writeln!(out, "{} outcomes written to {}", collector.outcomes.len(), dir.join("outcomes.jsonl").display())
-        .map_err(|e| Failure::Infra(e.into()))?;
+    writeln!(
+        out,
+        "{} outcomes written to {}",
+        collector.outcomes.len(),
+        dir.join("outcomes.jsonl").display()
+    )
+    .map_err(|e| Failure::Infra(e.into()))?;
     Ok(exit::OK)
 }
 
 fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let p = prepare(&a.common)?;
-    let text = tokens_report(&p.scenarios, &p.modes, &p.counter, &p.templates, p.selection, a.show)
-        .map_err(Failure::Usage)?;
-    out.write_all(text.as_bytes()).map_err(|e| Failure::Infra(e.into()))?;
+    let text = tokens_report(
+        &p.scenarios,
+        &p.modes,
+        &p.counter,
+        &p.templates,
+        p.selection,
+        a.show,
+    )
+    .map_err(Failure::Usage)?;
+    out.write_all(text.as_bytes())
+        .map_err(|e| Failure::Infra(e.into()))?;
     Ok(exit::OK)
 }
 
@@ -257,11 +303,21 @@ pub fn tokens_report(
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "tokenizer: {}", counter.encoding().as_str());
-    let _ = writeln!(s, "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  selection", "scenario", "mode", "tools", "system", "tool_defs", "total");
+    let _ = writeln!(
+        s,
+        "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  selection",
+        "scenario", "mode", "tools", "system", "tool_defs", "total"
+    );
     for sc in scenarios {
         for m in modes {
             let mode = m.with_overrides(&sc.agent.modes);
-            let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode, templates, selection)?;
+            let comp = Composite::new(
+                &sc.catalog,
+                sc.agent.instructions.as_deref(),
+                mode,
+                templates,
+                selection,
+            )?;
             let sys = counter.count(comp.system());
             let defs = counter.tools(comp.all_tools());
             let _ = writeln!(
@@ -273,12 +329,22 @@ pub fn tokens_report(
                 sys,
                 defs,
                 sys + defs,
-                if comp.selection_applies() { "runs" } else { "-" }
+                if comp.selection_applies() {
+                    "runs"
+                } else {
+                    "-"
+                }
             );
             if show {
                 let _ = writeln!(s, "--- system prompt ({sys} tokens) ---\n{}", comp.system());
                 for t in comp.all_tools() {
-                    let _ = writeln!(s, "--- tool {} ({} tokens) ---\n{}", t.name, counter.tool(t), t.wire_json());
+                    let _ = writeln!(
+                        s,
+                        "--- tool {} ({} tokens) ---\n{}",
+                        t.name,
+                        counter.tool(t),
+                        t.wire_json()
+                    );
                 }
                 let _ = writeln!(s, "--- end of {} / {} ---", sc.name, m.label);
             }
@@ -304,7 +370,8 @@ fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
                     FileKind::CatalogFragment => "catalog fragment",
                     FileKind::McpDump => "MCP tools/list dump",
                 };
-                writeln!(out, "ok   {} ({what})", f.display()).map_err(|e| Failure::Infra(e.into()))?;
+                writeln!(out, "ok   {} ({what})", f.display())
+                    .map_err(|e| Failure::Infra(e.into()))?;
             }
             Err(mut e) => errors.append(&mut e.0),
         }
@@ -324,7 +391,12 @@ fn timestamp_id() -> String {
         .unwrap_or(0);
     let (days, rem) = (secs / 86_400, secs % 86_400);
     let (y, m, d) = civil_from_days(days as i64);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 /// Howard Hinnant's days-to-civil algorithm.
@@ -340,7 +412,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -359,7 +430,10 @@ mod tests {
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].mcp, crate::strategy::Disclosure::Legacy);
         let m = resolve_modes(&["progressive;legacy".into()], env).unwrap();
-        assert_eq!(m.iter().map(|m| m.label.as_str()).collect::<Vec<_>>(), ["progressive", "legacy"]);
+        assert_eq!(
+            m.iter().map(|m| m.label.as_str()).collect::<Vec<_>>(),
+            ["progressive", "legacy"]
+        );
         assert_eq!(resolve_modes(&[], |_| None).unwrap().len(), 3);
     }
 }

@@ -39,7 +39,9 @@ impl Databases {
         for db in &cat.databases {
             let conn = Connection::open_with_flags(
                 ":memory:",
-                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | OpenFlags::SQLITE_OPEN_CREATE
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .map_err(|e| format!("{}: cannot open SQLite: {e}", db.name))?;
             let seed = match &db.seed_sql {
@@ -48,12 +50,17 @@ impl Databases {
                     .tables
                     .iter()
                     .map(|t| {
-                        let cols: Vec<String> = t.columns.iter().map(|c| format!("\"{}\" {}", c.name, c.ty)).collect();
+                        let cols: Vec<String> = t
+                            .columns
+                            .iter()
+                            .map(|c| format!("\"{}\" {}", c.name, c.ty))
+                            .collect();
                         format!("CREATE TABLE \"{}\" ({});\n", t.name, cols.join(", "))
                     })
                     .collect(),
             };
-            conn.execute_batch(&seed).map_err(|e| format!("{}: the seed SQL fails: {e}", db.name))?;
+            conn.execute_batch(&seed)
+                .map_err(|e| format!("{}: the seed SQL fails: {e}", db.name))?;
             conn.pragma_update(None, "query_only", true)
                 .map_err(|e| format!("{}: cannot make the database read-only: {e}", db.name))?;
             conns.insert(db.name.clone(), std::cell::RefCell::new(conn));
@@ -66,7 +73,9 @@ impl Databases {
     pub fn schema_mismatches(&self, cat: &Catalog) -> Vec<(String, Vec<String>)> {
         let mut out = Vec::new();
         for db in &cat.databases {
-            let Some(conn) = self.conns.get(&db.name) else { continue };
+            let Some(conn) = self.conns.get(&db.name) else {
+                continue;
+            };
             let conn = conn.borrow();
             let mut problems = Vec::new();
             let actual = match tables_of(&conn) {
@@ -78,9 +87,13 @@ impl Databases {
             };
             for t in &db.tables {
                 match actual.get(&t.name) {
-                    None => problems.push(format!("table `{}` is declared but the seed SQL does not create it", t.name)),
+                    None => problems.push(format!(
+                        "table `{}` is declared but the seed SQL does not create it",
+                        t.name
+                    )),
                     Some(cols) => {
-                        let declared: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
+                        let declared: Vec<&str> =
+                            t.columns.iter().map(|c| c.name.as_str()).collect();
                         let real: Vec<&str> = cols.iter().map(String::as_str).collect();
                         if declared != real {
                             problems.push(format!(
@@ -95,7 +108,9 @@ impl Databases {
             }
             for name in actual.keys() {
                 if !db.tables.iter().any(|t| &t.name == name) {
-                    problems.push(format!("the seed SQL creates table `{name}`, which is not declared"));
+                    problems.push(format!(
+                        "the seed SQL creates table `{name}`, which is not declared"
+                    ));
                 }
             }
             if !problems.is_empty() {
@@ -108,7 +123,11 @@ impl Databases {
     /// Runs one read-only query. Writes, multiple statements and runaway queries are
     /// refused with a message for the model.
     pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, String> {
-        let mut conn = self.conns.get(db).ok_or_else(|| format!("unknown database `{db}`"))?.borrow_mut();
+        let mut conn = self
+            .conns
+            .get(db)
+            .ok_or_else(|| format!("unknown database `{db}`"))?
+            .borrow_mut();
         let sql = sql.trim().trim_end_matches(';').trim();
         if sql.is_empty() {
             return Err("empty SQL".into());
@@ -156,12 +175,18 @@ fn run(conn: &Connection, sql: &str) -> Result<QueryResult, String> {
         }
         out.push(r);
     }
-    Ok(QueryResult { columns, rows: out, truncated })
+    Ok(QueryResult {
+        columns,
+        rows: out,
+        truncated,
+    })
 }
 
 fn tables_of(conn: &Connection) -> rusqlite::Result<BTreeMap<String, Vec<String>>> {
     let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")?;
-    let names: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+    let names: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
     let mut out = BTreeMap::new();
     for n in names {
         let mut s = conn.prepare("SELECT name FROM pragma_table_info(?1) ORDER BY cid")?;
@@ -187,7 +212,12 @@ pub fn same_rows(a: &QueryResult, b: &QueryResult, ordered: bool) -> bool {
     if a.rows.len() != b.rows.len() || a.truncated != b.truncated {
         return false;
     }
-    let key = |r: &Vec<Value>| r.iter().map(normalize_cell).collect::<Vec<_>>().join("\u{1f}");
+    let key = |r: &Vec<Value>| {
+        r.iter()
+            .map(normalize_cell)
+            .collect::<Vec<_>>()
+            .join("\u{1f}")
+    };
     let mut x: Vec<String> = a.rows.iter().map(key).collect();
     let mut y: Vec<String> = b.rows.iter().map(key).collect();
     if !ordered {
@@ -243,7 +273,10 @@ mod tests {
         assert!(r.truncated);
         let e = dbs.query("hr", "DELETE FROM people").unwrap_err();
         assert!(e.contains("read-only"), "{e}");
-        assert_eq!(dbs.query("hr", "SELECT count(*) FROM people").unwrap().rows[0][0], json!(80));
+        assert_eq!(
+            dbs.query("hr", "SELECT count(*) FROM people").unwrap().rows[0][0],
+            json!(80)
+        );
         assert!(dbs.query("hr", "SELECT * FROM nope").is_err());
     }
 
@@ -251,7 +284,10 @@ mod tests {
     fn runaway_queries_are_stopped() {
         let dbs = Databases::build(&cat()).unwrap();
         let e = dbs
-            .query("hr", "SELECT count(*) FROM people a, people b, people c, people d, people e")
+            .query(
+                "hr",
+                "SELECT count(*) FROM people a, people b, people c, people d, people e",
+            )
             .unwrap_err();
         assert!(e.contains("interrupt"), "{e}");
     }
@@ -259,8 +295,12 @@ mod tests {
     #[test]
     fn row_comparison_ignores_order_unless_asked() {
         let dbs = Databases::build(&cat()).unwrap();
-        let a = dbs.query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id").unwrap();
-        let b = dbs.query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id DESC").unwrap();
+        let a = dbs
+            .query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id")
+            .unwrap();
+        let b = dbs
+            .query("hr", "SELECT id FROM people WHERE id < 4 ORDER BY id DESC")
+            .unwrap();
         assert!(same_rows(&a, &b, false));
         assert!(!same_rows(&a, &b, true));
         assert!(dbs.schema_mismatches(&cat()).is_empty());

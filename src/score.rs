@@ -88,11 +88,20 @@ impl Protocol {
 }
 
 /// Scores one episode.
-pub fn score(query: &Query, calls: &[CallRecord], final_skills: &[String], catalog: &Catalog, dbs: &Databases) -> Score {
+pub fn score(
+    query: &Query,
+    calls: &[CallRecord],
+    final_skills: &[String],
+    catalog: &Catalog,
+    dbs: &Databases,
+) -> Score {
     let expect = &query.expect;
     let executed: Vec<&CallRecord> = calls.iter().filter(|c| c.effect == "executed").collect();
     // Skills in context when the model first acted.
-    let acting_skills: Vec<String> = executed.first().map(|c| c.skills_in_context.clone()).unwrap_or_else(|| final_skills.to_vec());
+    let acting_skills: Vec<String> = executed
+        .first()
+        .map(|c| c.skills_in_context.clone())
+        .unwrap_or_else(|| final_skills.to_vec());
 
     let mut predicted: Vec<Address> = Vec::new();
     let mut push = |a: &Address| {
@@ -121,17 +130,34 @@ pub fn score(query: &Query, calls: &[CallRecord], final_skills: &[String], catal
     let expected: BTreeSet<&Address> = expect.calls.iter().map(|c| &c.address).collect();
     let pred: BTreeSet<&Address> = predicted.iter().collect();
     let hits = pred.intersection(&expected).count() as f64;
-    let precision = if pred.is_empty() { 1.0 } else { hits / pred.len() as f64 };
-    let recall = if expected.is_empty() { 1.0 } else { hits / expected.len() as f64 };
-    let f1 = if precision + recall == 0.0 || hits == 0.0 && !(pred.is_empty() && expected.is_empty()) {
-        0.0
+    let precision = if pred.is_empty() {
+        1.0
     } else {
-        2.0 * precision * recall / (precision + recall)
+        hits / pred.len() as f64
     };
+    let recall = if expected.is_empty() {
+        1.0
+    } else {
+        hits / expected.len() as f64
+    };
+    let f1 =
+        if precision + recall == 0.0 || hits == 0.0 && !(pred.is_empty() && expected.is_empty()) {
+            0.0
+        } else {
+            2.0 * precision * recall / (precision + recall)
+        };
     let mut exact = pred == expected;
     if exact && expect.order == Order::Sequence {
-        let want: Vec<&Address> = expect.calls.iter().map(|c| &c.address).filter(|a| !matches!(a, Address::Skill(_))).collect();
-        let got: Vec<&Address> = predicted.iter().filter(|a| !matches!(a, Address::Skill(_))).collect();
+        let want: Vec<&Address> = expect
+            .calls
+            .iter()
+            .map(|c| &c.address)
+            .filter(|a| !matches!(a, Address::Skill(_)))
+            .collect();
+        let got: Vec<&Address> = predicted
+            .iter()
+            .filter(|a| !matches!(a, Address::Skill(_)))
+            .collect();
         exact = want == got;
     }
     let first_event = predicted.first();
@@ -139,19 +165,27 @@ pub fn score(query: &Query, calls: &[CallRecord], final_skills: &[String], catal
         None => expected.is_empty(),
         Some(a) => expected.contains(a),
     };
-    let abstain_ok = expected.is_empty().then(|| pred.is_empty());
+    let abstain_ok = expected.is_empty().then_some(pred.is_empty());
     let forbidden_hit = predicted.iter().any(|a| expect.forbid.contains(a));
 
-    let non_skill: Vec<&ExpectedCall> = expect.calls.iter().filter(|c| !matches!(c.address, Address::Skill(_))).collect();
+    let non_skill: Vec<&ExpectedCall> = expect
+        .calls
+        .iter()
+        .filter(|c| !matches!(c.address, Address::Skill(_)))
+        .collect();
     let args_ok = (!non_skill.is_empty()).then(|| {
         non_skill.iter().all(|e| {
-            executed.iter().filter(|c| c.address.as_ref() == Some(&e.address)).any(|c| {
-                let args = c.args.clone().unwrap_or(Value::Null);
-                call_matches(e, &args, catalog, dbs)
-            })
+            executed
+                .iter()
+                .filter(|c| c.address.as_ref() == Some(&e.address))
+                .any(|c| {
+                    let args = c.args.clone().unwrap_or(Value::Null);
+                    call_matches(e, &args, catalog, dbs)
+                })
         })
     });
-    let schema_valid = (!executed.is_empty()).then(|| executed.iter().all(|c| c.schema_errors.is_empty()));
+    let schema_valid =
+        (!executed.is_empty()).then(|| executed.iter().all(|c| c.schema_errors.is_empty()));
     Score {
         exact,
         precision,
@@ -169,8 +203,12 @@ pub fn score(query: &Query, calls: &[CallRecord], final_skills: &[String], catal
 /// Whether executed arguments satisfy an expected call.
 pub fn call_matches(e: &ExpectedCall, args: &Value, catalog: &Catalog, dbs: &Databases) -> bool {
     if let (Address::Database(db), Some(sql)) = (&e.address, &e.sql) {
-        let Some(got) = args.get("sql").and_then(Value::as_str) else { return false };
-        let (Ok(want), Ok(got)) = (dbs.query(db, sql), dbs.query(db, got)) else { return false };
+        let Some(got) = args.get("sql").and_then(Value::as_str) else {
+            return false;
+        };
+        let (Ok(want), Ok(got)) = (dbs.query(db, sql), dbs.query(db, got)) else {
+            return false;
+        };
         return same_rows(&want, &got, sql.to_lowercase().contains("order by"));
     }
     let schema = catalog.schema_of(&e.address).unwrap_or(Value::Null);
@@ -181,16 +219,28 @@ pub fn call_matches(e: &ExpectedCall, args: &Value, catalog: &Catalog, dbs: &Dat
 /// unknown parameter, each value of its declared type, and each pinned parameter's
 /// value in its accepted list (strings compared case- and punctuation-insensitively;
 /// `""` in a list means the parameter may be left out).
-pub fn bfcl_args_ok(schema: &Value, accepted: &std::collections::BTreeMap<String, Vec<Value>>, args: &Value) -> bool {
-    let Some(obj) = args.as_object() else { return false };
+pub fn bfcl_args_ok(
+    schema: &Value,
+    accepted: &std::collections::BTreeMap<String, Vec<Value>>,
+    args: &Value,
+) -> bool {
+    let Some(obj) = args.as_object() else {
+        return false;
+    };
     let props = schema.get("properties").and_then(Value::as_object);
     if let Some(req) = schema.get("required").and_then(Value::as_array) {
-        if req.iter().filter_map(Value::as_str).any(|r| !obj.contains_key(r)) {
+        if req
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|r| !obj.contains_key(r))
+        {
             return false;
         }
     }
     for (k, v) in obj {
-        let Some(p) = props.and_then(|p| p.get(k)) else { return false };
+        let Some(p) = props.and_then(|p| p.get(k)) else {
+            return false;
+        };
         if !type_ok(p, v) {
             return false;
         }
@@ -237,9 +287,13 @@ pub fn value_eq(expected: &Value, got: &Value) -> bool {
     match (expected, got) {
         (Value::String(a), Value::String(b)) => standardize(a) == standardize(b),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::Array(a), Value::Array(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y)),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y))
+        }
         (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len() && a.iter().all(|(k, x)| b.get(k).is_some_and(|y| value_eq(x, y)))
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(k, x)| b.get(k).is_some_and(|y| value_eq(x, y)))
         }
         (a, b) => a == b,
     }
@@ -256,7 +310,11 @@ pub fn standardize(s: &str) -> String {
 
 /// Counts the protocol events of an episode.
 pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Protocol {
-    let mut p = Protocol { turns, hit_max_turns, ..Protocol::default() };
+    let mut p = Protocol {
+        turns,
+        hit_max_turns,
+        ..Protocol::default()
+    };
     let mut seen: Vec<(&str, &str)> = Vec::new();
     for c in calls {
         if seen.contains(&(c.tool.as_str(), c.arguments.as_str())) {
@@ -306,7 +364,10 @@ mod tests {
 
     #[test]
     fn bfcl_string_standardization() {
-        assert!(value_eq(&json!("San Francisco, CA"), &json!("san francisco ca")));
+        assert!(value_eq(
+            &json!("San Francisco, CA"),
+            &json!("san francisco ca")
+        ));
         assert!(value_eq(&json!(9921), &json!(9921.0)));
         assert!(!value_eq(&json!("9921"), &json!(9921)));
     }
@@ -317,12 +378,27 @@ mod tests {
         let mut acc = BTreeMap::new();
         acc.insert("id".to_string(), vec![json!("A-1")]);
         assert!(bfcl_args_ok(&schema, &acc, &json!({"id": "a1"})));
-        assert!(!bfcl_args_ok(&schema, &acc, &json!({"id": "b1"})), "wrong value");
-        assert!(!bfcl_args_ok(&schema, &acc, &json!({"n": 3})), "missing required");
-        assert!(!bfcl_args_ok(&schema, &acc, &json!({"id": "a1", "x": 1})), "unknown parameter");
-        assert!(!bfcl_args_ok(&schema, &acc, &json!({"id": "a1", "n": 1.5})), "wrong type");
+        assert!(
+            !bfcl_args_ok(&schema, &acc, &json!({"id": "b1"})),
+            "wrong value"
+        );
+        assert!(
+            !bfcl_args_ok(&schema, &acc, &json!({"n": 3})),
+            "missing required"
+        );
+        assert!(
+            !bfcl_args_ok(&schema, &acc, &json!({"id": "a1", "x": 1})),
+            "unknown parameter"
+        );
+        assert!(
+            !bfcl_args_ok(&schema, &acc, &json!({"id": "a1", "n": 1.5})),
+            "wrong type"
+        );
         let mut opt = BTreeMap::new();
         opt.insert("n".to_string(), vec![json!(3), json!("")]);
-        assert!(bfcl_args_ok(&schema, &opt, &json!({"id": "x"})), "optional may be omitted");
+        assert!(
+            bfcl_args_ok(&schema, &opt, &json!({"id": "x"})),
+            "optional may be omitted"
+        );
     }
 }

@@ -39,7 +39,9 @@ impl FromStr for Encoding {
         match s {
             "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
             "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
-            other => Err(format!("unknown tokenizer `{other}`: use o200k_base or cl100k_base")),
+            other => Err(format!(
+                "unknown tokenizer `{other}`: use o200k_base or cl100k_base"
+            )),
         }
     }
 }
@@ -58,7 +60,11 @@ impl Counter {
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base(),
         }
         .expect("tiktoken-rs embeds its encodings");
-        Counter { encoding, bpe, memo: Mutex::new(HashMap::new()) }
+        Counter {
+            encoding,
+            bpe,
+            memo: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn encoding(&self) -> Encoding {
@@ -74,7 +80,10 @@ impl Counter {
             return *n;
         }
         let n = self.bpe.encode_ordinary(text).len();
-        self.memo.lock().expect("memo lock").insert(text.to_string(), n);
+        self.memo
+            .lock()
+            .expect("memo lock")
+            .insert(text.to_string(), n);
         n
     }
 
@@ -94,9 +103,15 @@ impl Counter {
     pub fn message(&self, m: &Message) -> usize {
         match m {
             Message::User { content } => self.count(content),
-            Message::Assistant { content, tool_calls } => {
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
                 content.as_deref().map_or(0, |c| self.count(c))
-                    + tool_calls.iter().map(|c| self.count(&c.name) + self.count(&c.arguments)).sum::<usize>()
+                    + tool_calls
+                        .iter()
+                        .map(|c| self.count(&c.name) + self.count(&c.arguments))
+                        .sum::<usize>()
             }
             Message::Tool { content, .. } => self.count(content),
         }
@@ -104,7 +119,9 @@ impl Counter {
 
     /// Tokens of one whole request.
     pub fn context(&self, cx: &Context) -> usize {
-        self.count(&cx.system) + self.tools(&cx.tools) + cx.messages.iter().map(|m| self.message(m)).sum::<usize>()
+        self.count(&cx.system)
+            + self.tools(&cx.tools)
+            + cx.messages.iter().map(|m| self.message(m)).sum::<usize>()
     }
 }
 

@@ -34,7 +34,11 @@ pub struct ToolCall {
 
 impl ToolCall {
     pub fn new(id: impl Into<String>, name: impl Into<String>, args: &Value) -> Self {
-        ToolCall { id: id.into(), name: name.into(), arguments: args.to_string() }
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }
     }
 }
 
@@ -42,9 +46,18 @@ impl ToolCall {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
-    User { content: String },
-    Assistant { content: Option<String>, tool_calls: Vec<ToolCall> },
-    Tool { tool_call_id: String, name: String, content: String },
+    User {
+        content: String,
+    },
+    Assistant {
+        content: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        tool_call_id: String,
+        name: String,
+        content: String,
+    },
 }
 
 /// Everything sent in one request.
@@ -81,7 +94,10 @@ pub struct Response {
 
 impl Response {
     pub fn say(text: impl Into<String>) -> Self {
-        Response { text: Some(text.into()), calls: Vec::new() }
+        Response {
+            text: Some(text.into()),
+            calls: Vec::new(),
+        }
     }
     pub fn call(calls: Vec<ToolCall>) -> Self {
         Response { text: None, calls }

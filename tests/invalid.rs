@@ -25,23 +25,41 @@ fn every_invalid_fixture_fails_with_its_message() {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     files.sort();
-    assert!(files.len() >= 12, "at least 12 broken files, found {}", files.len());
-    assert_eq!(files, expected.keys().cloned().collect::<Vec<_>>(), "manifest and directory must list the same files");
+    assert!(
+        files.len() >= 12,
+        "at least 12 broken files, found {}",
+        files.len()
+    );
+    assert_eq!(
+        files,
+        expected.keys().cloned().collect::<Vec<_>>(),
+        "manifest and directory must list the same files"
+    );
     for f in &files {
         let path = Path::new("fixtures/invalid").join(f);
         let err = discbench::scenario::load(&path).expect_err(&format!("{f} must not load"));
         let text = err.to_string();
-        assert!(text.contains(&expected[f]), "{f}:\n  expected: {}\n  got:      {text}", expected[f]);
+        assert!(
+            text.contains(&expected[f]),
+            "{f}:\n  expected: {}\n  got:      {text}",
+            expected[f]
+        );
     }
 }
 
 #[test]
 fn validate_exits_2_and_names_every_broken_file() {
-    let out = Command::new(env!("CARGO_BIN_EXE_discbench")).args(["validate", "fixtures/invalid"]).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate", "fixtures/invalid"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for (f, msg) in manifest() {
-        assert!(stderr.contains(&msg), "validate output lacks {f}: {msg}\n{stderr}");
+        assert!(
+            stderr.contains(&msg),
+            "validate output lacks {f}: {msg}\n{stderr}"
+        );
     }
     assert!(!stderr.contains("panicked"));
 }
@@ -49,10 +67,20 @@ fn validate_exits_2_and_names_every_broken_file() {
 #[test]
 fn validate_accepts_the_builtin_suite_and_fixture_catalogs() {
     let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
-        .args(["validate", "scenarios", "fixtures/catalogs", "fixtures/catalogs/enterprise"])
+        .args([
+            "validate",
+            "scenarios",
+            "fixtures/catalogs",
+            "fixtures/catalogs/enterprise",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("MCP tools/list dump"));
     assert!(stdout.contains("catalog fragment"));

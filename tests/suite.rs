@@ -10,7 +10,9 @@ use discbench::environment::Databases;
 use discbench::model;
 use discbench::runner::{Episode, Outcome};
 use discbench::scenario::{self, Scenario};
-use discbench::strategy::{Composite, Disclosure, Effect, Mode, ProtocolError, SelectionConfig, Templates};
+use discbench::strategy::{
+    Composite, Disclosure, Effect, Mode, ProtocolError, SelectionConfig, Templates,
+};
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::ToolCall;
 use serde_json::{json, Value};
@@ -26,16 +28,35 @@ fn tiny() -> Scenario {
 fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode.with_overrides(&sc.agent.modes), &t, SelectionConfig::default()).unwrap();
+    let comp = Composite::new(
+        &sc.catalog,
+        sc.agent.instructions.as_deref(),
+        mode.with_overrides(&sc.agent.modes),
+        &t,
+        SelectionConfig::default(),
+    )
+    .unwrap();
     let mut m = model::build(model_name).unwrap();
-    Episode { scenario: sc, query: &sc.queries[q], composite: &comp, counter, dbs: &dbs, max_turns: 10 }.run(m.as_mut())
+    Episode {
+        scenario: sc,
+        query: &sc.queries[q],
+        composite: &comp,
+        counter,
+        dbs: &dbs,
+        max_turns: 10,
+    }
+    .run(m.as_mut())
 }
 
 #[test]
 fn suite_is_large_enough() {
     let s = suite();
     let queries: usize = s.iter().map(|s| s.queries.len()).sum();
-    let abstain: usize = s.iter().flat_map(|s| &s.queries).filter(|q| q.expect.calls.is_empty()).count();
+    let abstain: usize = s
+        .iter()
+        .flat_map(|s| &s.queries)
+        .filter(|q| q.expect.calls.is_empty())
+        .count();
     assert!(queries >= 80, "{queries} queries");
     assert!(abstain >= 12, "{abstain} no-call queries");
     let names: Vec<&str> = s.iter().map(|s| s.name.as_str()).collect();
@@ -63,36 +84,76 @@ fn oracle_is_exact_on_every_query_under_every_preset() {
                     && o.protocol.blind_calls == 0
                     && !o.protocol.hit_max_turns;
                 if !ok {
-                    failures.push(format!("{}/{}/{}: {:?} {:?}", sc.name, preset, o.query_id, o.score, o.protocol));
+                    failures.push(format!(
+                        "{}/{}/{}: {:?} {:?}",
+                        sc.name, preset, o.query_id, o.score, o.protocol
+                    ));
                 }
             }
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(selection_ran, "some scenario must be large enough for the selection step");
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        selection_ran,
+        "some scenario must be large enough for the selection step"
+    );
 }
 
 #[test]
 fn request_tools_engages_on_the_large_scenario() {
     let counter = Counter::new(Encoding::O200kBase);
-    let sc = suite().into_iter().find(|s| s.name == "large-catalog").unwrap();
+    let sc = suite()
+        .into_iter()
+        .find(|s| s.name == "large-catalog")
+        .unwrap();
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
     let mode = Mode::preset("progressive").unwrap();
     for max in [6, 1] {
-        let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode.clone(), &t, SelectionConfig { threshold: 12, max }).unwrap();
+        let comp = Composite::new(
+            &sc.catalog,
+            sc.agent.instructions.as_deref(),
+            mode.clone(),
+            &t,
+            SelectionConfig { threshold: 12, max },
+        )
+        .unwrap();
         assert!(comp.selection_applies());
         let mut used = 0;
         for q in &sc.queries {
             let mut m = model::build("oracle").unwrap();
-            let o = Episode { scenario: &sc, query: q, composite: &comp, counter: &counter, dbs: &dbs, max_turns: 10 }.run(m.as_mut());
-            assert!(o.selection.as_ref().is_some_and(|s| s.selected.is_some()), "{}: selection ran", q.id);
-            assert!(o.turns[0].entered.iter().any(|e| e.what == "request_tools"), "{}: request_tools offered", q.id);
+            let o = Episode {
+                scenario: &sc,
+                query: q,
+                composite: &comp,
+                counter: &counter,
+                dbs: &dbs,
+                max_turns: 10,
+            }
+            .run(m.as_mut());
+            assert!(
+                o.selection.as_ref().is_some_and(|s| s.selected.is_some()),
+                "{}: selection ran",
+                q.id
+            );
+            assert!(
+                o.turns[0].entered.iter().any(|e| e.what == "request_tools"),
+                "{}: request_tools offered",
+                q.id
+            );
             assert!(o.score.exact, "{} (max {max})", q.id);
             used += o.calls.iter().filter(|c| c.tool == "request_tools").count();
         }
         if max == 1 {
-            assert!(used > 0, "with one tool selected, multi-tool queries must load more through request_tools");
+            assert!(
+                used > 0,
+                "with one tool selected, multi-tool queries must load more through request_tools"
+            );
         }
     }
 }
@@ -105,17 +166,55 @@ fn ledger_adds_up_to_the_recounted_requests() {
         let o = episode(&sc, &Mode::preset(preset).unwrap(), "oracle", 0, &counter);
         let t = &o.tokens;
         let per_turn: usize = o.turns.iter().map(|t| t.request_tokens).sum();
-        let selection_request = o.selection.as_ref().map_or(0, |sel| t.selection - counter.count(&sel.answer));
-        assert_eq!(t.billed_input, per_turn + selection_request, "{preset}: billed = every request sent");
+        let selection_request = o
+            .selection
+            .as_ref()
+            .map_or(0, |sel| t.selection - counter.count(&sel.answer));
+        assert_eq!(
+            t.billed_input,
+            per_turn + selection_request,
+            "{preset}: billed = every request sent"
+        );
         assert_eq!(t.first_turn, o.turns[0].request_tokens);
-        let entered: usize = o.turns[0].entered.iter().filter(|e| matches!(e.layer.as_str(), "system" | "tool_defs" | "query")).map(|e| e.tokens).sum();
-        assert_eq!(entered, t.first_turn, "{preset}: the first request is system + tools + query");
-        assert_eq!(t.peak_context, o.turns.iter().map(|t| t.request_tokens).max().unwrap().max(selection_request));
+        let entered: usize = o.turns[0]
+            .entered
+            .iter()
+            .filter(|e| matches!(e.layer.as_str(), "system" | "tool_defs" | "query"))
+            .map(|e| e.tokens)
+            .sum();
+        assert_eq!(
+            entered, t.first_turn,
+            "{preset}: the first request is system + tools + query"
+        );
+        assert_eq!(
+            t.peak_context,
+            o.turns
+                .iter()
+                .map(|t| t.request_tokens)
+                .max()
+                .unwrap()
+                .max(selection_request)
+        );
         // Each request re-sends all before it: request k+1 = request k + what turn k added.
         for w in o.turns.windows(2) {
-            let added: usize = w[0].entered.iter().filter(|e| matches!(e.layer.as_str(), "output" | "fetched" | "results")).map(|e| e.tokens).sum::<usize>()
-                + w[1].entered.iter().filter(|e| e.layer == "fetched" && e.what.starts_with("tool definition")).map(|e| e.tokens).sum::<usize>();
-            assert_eq!(w[1].request_tokens, w[0].request_tokens + added, "{preset}: turn {}", w[1].turn);
+            let added: usize = w[0]
+                .entered
+                .iter()
+                .filter(|e| matches!(e.layer.as_str(), "output" | "fetched" | "results"))
+                .map(|e| e.tokens)
+                .sum::<usize>()
+                + w[1]
+                    .entered
+                    .iter()
+                    .filter(|e| e.layer == "fetched" && e.what.starts_with("tool definition"))
+                    .map(|e| e.tokens)
+                    .sum::<usize>();
+            assert_eq!(
+                w[1].request_tokens,
+                w[0].request_tokens + added,
+                "{preset}: turn {}",
+                w[1].turn
+            );
         }
     }
 }
@@ -126,13 +225,29 @@ fn token_counts_match_an_independent_encode() {
     let bpe = tiktoken_rs::o200k_base().unwrap();
     let sc = tiny();
     let t = Templates::builtin();
-    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), Mode::preset("legacy").unwrap(), &t, SelectionConfig::default()).unwrap();
-    assert_eq!(counter.count(comp.system()), bpe.encode_ordinary(comp.system()).len());
+    let comp = Composite::new(
+        &sc.catalog,
+        sc.agent.instructions.as_deref(),
+        Mode::preset("legacy").unwrap(),
+        &t,
+        SelectionConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        counter.count(comp.system()),
+        bpe.encode_ordinary(comp.system()).len()
+    );
     for tool in comp.all_tools() {
-        assert_eq!(counter.tool(tool), bpe.encode_ordinary(&tool.wire_json()).len());
+        assert_eq!(
+            counter.tool(tool),
+            bpe.encode_ordinary(&tool.wire_json()).len()
+        );
     }
     // The memo returns the same count the second time.
-    assert_eq!(counter.count(comp.system()), counter.count_uncached(comp.system()));
+    assert_eq!(
+        counter.count(comp.system()),
+        counter.count_uncached(comp.system())
+    );
 }
 
 #[test]
@@ -140,36 +255,120 @@ fn meta_tools_answer_as_designed() {
     let sc = tiny();
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = Composite::new(&sc.catalog, None, Mode::preset("progressive").unwrap(), &t, SelectionConfig::default()).unwrap();
+    let comp = Composite::new(
+        &sc.catalog,
+        None,
+        Mode::preset("progressive").unwrap(),
+        &t,
+        SelectionConfig::default(),
+    )
+    .unwrap();
     let mut st = comp.new_state();
     let call = |name: &str, args: Value| ToolCall::new("c", name, &args);
 
-    let r = comp.resolve(&call("connector", json!({"subcommand": "discover", "connector": "erp"})), &mut st, &dbs);
+    let r = comp.resolve(
+        &call(
+            "connector",
+            json!({"subcommand": "discover", "connector": "erp"}),
+        ),
+        &mut st,
+        &dbs,
+    );
     let v: Value = serde_json::from_str(&r.content).unwrap();
-    assert_eq!(v["actions"][0]["parameters"]["required"], json!(["order_id"]), "discover returns full schemas");
+    assert_eq!(
+        v["actions"][0]["parameters"]["required"],
+        json!(["order_id"]),
+        "discover returns full schemas"
+    );
     assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.len() == 2));
 
-    let r = comp.resolve(&call("connector", json!({"subcommand": "discover", "connector": "crm"})), &mut st, &dbs);
-    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::UnknownTarget }));
+    let r = comp.resolve(
+        &call(
+            "connector",
+            json!({"subcommand": "discover", "connector": "crm"}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(
+        r.effect,
+        Effect::Error {
+            error: ProtocolError::UnknownTarget
+        }
+    ));
     assert!(r.content.contains("valid connectors: erp"), "{}", r.content);
 
-    let r = comp.resolve(&call("connector", json!({"subcommand": "run", "connector": "erp"})), &mut st, &dbs);
-    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::BadSubcommand }));
+    let r = comp.resolve(
+        &call(
+            "connector",
+            json!({"subcommand": "run", "connector": "erp"}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(
+        r.effect,
+        Effect::Error {
+            error: ProtocolError::BadSubcommand
+        }
+    ));
 
-    let r = comp.resolve(&call("read_skill", json!({"name": "Refunds"})), &mut st, &dbs);
-    assert!(r.content.contains("Refund Processing"), "unknown skills list the valid names: {}", r.content);
+    let r = comp.resolve(
+        &call("read_skill", json!({"name": "Refunds"})),
+        &mut st,
+        &dbs,
+    );
+    assert!(
+        r.content.contains("Refund Processing"),
+        "unknown skills list the valid names: {}",
+        r.content
+    );
 
     let r = comp.resolve(&call("connector", json!({"subcommand": "execute", "connector": "erp", "action": "get_order", "parameters": {"order_id": "9921"}})), &mut st, &dbs);
-    assert_eq!(serde_json::from_str::<Value>(&r.content).unwrap(), json!({"order_id": "9921", "total": 84.5}), "fixture response");
+    assert_eq!(
+        serde_json::from_str::<Value>(&r.content).unwrap(),
+        json!({"order_id": "9921", "total": 84.5}),
+        "fixture response"
+    );
 
-    let r = comp.resolve(&call("database", json!({"subcommand": "query", "database": "hr", "sql": "SELECT name FROM people"})), &mut st, &dbs);
-    assert!(matches!(r.effect, Effect::Executed { blind: true, .. }), "querying before discovering is blind");
+    let r = comp.resolve(
+        &call(
+            "database",
+            json!({"subcommand": "query", "database": "hr", "sql": "SELECT name FROM people"}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert!(
+        matches!(r.effect, Effect::Executed { blind: true, .. }),
+        "querying before discovering is blind"
+    );
     assert!(r.content.contains("Ada"));
-    let r = comp.resolve(&call("database", json!({"subcommand": "query", "database": "hr", "sql": "DROP TABLE people"})), &mut st, &dbs);
+    let r = comp.resolve(
+        &call(
+            "database",
+            json!({"subcommand": "query", "database": "hr", "sql": "DROP TABLE people"}),
+        ),
+        &mut st,
+        &dbs,
+    );
     assert!(r.content.contains("read-only"), "{}", r.content);
 
-    let r = comp.resolve(&ToolCall { id: "x".into(), name: "mcp".into(), arguments: "{not json".into() }, &mut st, &dbs);
-    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::SchemaViolation }));
+    let r = comp.resolve(
+        &ToolCall {
+            id: "x".into(),
+            name: "mcp".into(),
+            arguments: "{not json".into(),
+        },
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(
+        r.effect,
+        Effect::Error {
+            error: ProtocolError::SchemaViolation
+        }
+    ));
     let r = comp.resolve(&call("erp__get_order", json!({})), &mut st, &dbs);
     assert!(r.content.contains("available tools:"), "{}", r.content);
 }
@@ -180,33 +379,85 @@ fn selection_step_and_request_tools() {
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
     // A threshold of 2 makes the tiny catalog (5 tools) select.
-    let cfg = SelectionConfig { threshold: 2, max: 1 };
-    let comp = Composite::new(&sc.catalog, None, Mode::preset("progressive").unwrap(), &t, cfg).unwrap();
+    let cfg = SelectionConfig {
+        threshold: 2,
+        max: 1,
+    };
+    let comp = Composite::new(
+        &sc.catalog,
+        None,
+        Mode::preset("progressive").unwrap(),
+        &t,
+        cfg,
+    )
+    .unwrap();
     assert!(comp.selection_applies());
     let mut st = comp.new_state();
-    assert_eq!(comp.apply_selection(&mut st, "Sure: [\"calculator\", \"mcp\"]"), Some(vec!["calculator".to_string()]));
-    let names: Vec<String> = comp.visible_tools(&st).iter().map(|t| t.name.clone()).collect();
+    assert_eq!(
+        comp.apply_selection(&mut st, "Sure: [\"calculator\", \"mcp\"]"),
+        Some(vec!["calculator".to_string()])
+    );
+    let names: Vec<String> = comp
+        .visible_tools(&st)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     assert_eq!(names, ["calculator", "request_tools"]);
     let rt = comp.visible_tools(&st).pop().unwrap();
     assert!(rt.description.contains("- connector: Call actions of external API connectors. Discover a connector first to see its a..."), "{}", rt.description);
-    let r = comp.resolve(&ToolCall::new("1", "connector", &json!({"subcommand": "discover", "connector": "erp"})), &mut st, &dbs);
-    assert!(matches!(r.effect, Effect::Error { error: ProtocolError::NotLoaded }));
-    comp.resolve(&ToolCall::new("2", "request_tools", &json!({"tool_names": ["connector"]})), &mut st, &dbs);
-    assert!(comp.visible_tools(&st).iter().any(|t| t.name == "connector"));
+    let r = comp.resolve(
+        &ToolCall::new(
+            "1",
+            "connector",
+            &json!({"subcommand": "discover", "connector": "erp"}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(
+        r.effect,
+        Effect::Error {
+            error: ProtocolError::NotLoaded
+        }
+    ));
+    comp.resolve(
+        &ToolCall::new("2", "request_tools", &json!({"tool_names": ["connector"]})),
+        &mut st,
+        &dbs,
+    );
+    assert!(comp
+        .visible_tools(&st)
+        .iter()
+        .any(|t| t.name == "connector"));
     // An unusable answer keeps every tool loaded.
     let mut st2 = comp.new_state();
-    assert_eq!(comp.apply_selection(&mut st2, "I think the calculator"), None);
+    assert_eq!(
+        comp.apply_selection(&mut st2, "I think the calculator"),
+        None
+    );
     assert_eq!(comp.visible_tools(&st2).len(), comp.all_tools().len());
 }
 
 #[test]
 fn scenario_modes_win_over_the_requested_mode() {
     let mut sc = tiny();
-    sc.agent.modes.insert(discbench::catalog::Kind::Connectors, Disclosure::Legacy);
+    sc.agent
+        .modes
+        .insert(discbench::catalog::Kind::Connectors, Disclosure::Legacy);
     let counter = Counter::new(Encoding::O200kBase);
-    let o = episode(&sc, &Mode::preset("progressive").unwrap(), "oracle", 0, &counter);
+    let o = episode(
+        &sc,
+        &Mode::preset("progressive").unwrap(),
+        "oracle",
+        0,
+        &counter,
+    );
     assert!(o.mode_spec.contains("connectors=legacy"), "{}", o.mode_spec);
-    assert!(o.calls.iter().any(|c| c.tool == "erp__get_order"), "{:?}", o.calls.iter().map(|c| &c.tool).collect::<Vec<_>>());
+    assert!(
+        o.calls.iter().any(|c| c.tool == "erp__get_order"),
+        "{:?}",
+        o.calls.iter().map(|c| &c.tool).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -214,21 +465,47 @@ fn scoring_of_wrong_and_forbidden_calls() {
     let sc = tiny();
     let counter = Counter::new(Encoding::O200kBase);
     // lexical on "thanks" abstains; the oracle on "refund" reads the skill, then calls.
-    let o = episode(&sc, &Mode::preset("legacy").unwrap(), "lexical", 3, &counter);
+    let o = episode(
+        &sc,
+        &Mode::preset("legacy").unwrap(),
+        "lexical",
+        3,
+        &counter,
+    );
     assert_eq!(o.score.abstain_ok, Some(true));
-    let o = episode(&sc, &Mode::preset("progressive").unwrap(), "oracle", 0, &counter);
+    let o = episode(
+        &sc,
+        &Mode::preset("progressive").unwrap(),
+        "oracle",
+        0,
+        &counter,
+    );
     assert_eq!(o.calls[0].tool, "read_skill");
     assert!(o.score.exact && o.score.first_call_correct && !o.score.forbidden_hit);
     assert_eq!(o.protocol.discovery_calls, 2);
-    assert_eq!(o.protocol.overfetch, 1, "delete_order was fetched and not used");
+    assert_eq!(
+        o.protocol.overfetch, 1,
+        "delete_order was fetched and not used"
+    );
 }
 
 fn snapshot_context(preset: &str) -> String {
     let sc = tiny();
     let counter = Counter::new(Encoding::O200kBase);
     let t = Templates::builtin();
-    let comp = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), Mode::preset(preset).unwrap(), &t, SelectionConfig::default()).unwrap();
-    let mut s = format!("=== system ({} tokens)\n{}\n", counter.count(comp.system()), comp.system());
+    let comp = Composite::new(
+        &sc.catalog,
+        sc.agent.instructions.as_deref(),
+        Mode::preset(preset).unwrap(),
+        &t,
+        SelectionConfig::default(),
+    )
+    .unwrap();
+    let mut s = format!(
+        "=== system ({} tokens)\n{}\n",
+        counter.count(comp.system()),
+        comp.system()
+    );
     for tool in comp.all_tools() {
         s += &format!("=== tool {} ({} tokens)\n{}\n", tool.name, counter.tool(tool), serde_json::to_string_pretty(&json!({"name": tool.name, "description": tool.description, "parameters": tool.parameters})).unwrap());
     }
@@ -254,14 +531,32 @@ fn context_snapshot_inline() {
 fn cli_run_writes_one_line_per_outcome_and_a_table() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
-        .args(["run", "fixtures/snapshot/tiny.yaml", "--run-id", "r1", "--out"])
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--run-id",
+            "r1",
+            "--out",
+        ])
         .arg(dir.path())
         .env("CI", "true")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for col in ["exact", "F1", "first-turn tok", "billed in", "vs legacy", "proto err"] {
+    for col in [
+        "exact",
+        "F1",
+        "first-turn tok",
+        "billed in",
+        "vs legacy",
+        "proto err",
+    ] {
         assert!(stdout.contains(col), "{stdout}");
     }
     let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
@@ -273,7 +568,13 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     }
     // The same run id again is refused (exit 2) rather than mixing runs.
     let again = Command::new(env!("CARGO_BIN_EXE_discbench"))
-        .args(["run", "fixtures/snapshot/tiny.yaml", "--run-id", "r1", "--out"])
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--run-id",
+            "r1",
+            "--out",
+        ])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -284,27 +585,54 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
 fn cli_bad_input_exits_2() {
     let bin = env!("CARGO_BIN_EXE_discbench");
     for args in [
-        vec!["run", "fixtures/snapshot/tiny.yaml", "--mode", "skills=legacy"],
+        vec![
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "skills=legacy",
+        ],
         vec!["run", "fixtures/snapshot/tiny.yaml", "--model", "gpt"],
-        vec!["tokens", "fixtures/snapshot/tiny.yaml", "--tokenizer", "p50k"],
+        vec![
+            "tokens",
+            "fixtures/snapshot/tiny.yaml",
+            "--tokenizer",
+            "p50k",
+        ],
         vec!["tokens", "no/such/dir"],
         vec!["frobnicate"],
     ] {
         let out = Command::new(bin).args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
 #[test]
 fn tokens_command_prints_the_static_ledger() {
     let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
-        .args(["tokens", "fixtures/snapshot/tiny.yaml", "--mode", "legacy", "--mode", "skills=inline,mcp=legacy", "--tokenizer", "cl100k_base", "--show"])
+        .args([
+            "tokens",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "legacy",
+            "--mode",
+            "skills=inline,mcp=legacy",
+            "--tokenizer",
+            "cl100k_base",
+            "--show",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let s = String::from_utf8_lossy(&out.stdout);
     assert!(s.contains("tokenizer: cl100k_base"));
     assert!(s.contains("--- tool erp__get_order"));
-    assert!(s.contains("skills=inline,connectors=progressive,databases=progressive,mcp=legacy,selection=on"));
+    assert!(s.contains(
+        "skills=inline,connectors=progressive,databases=progressive,mcp=legacy,selection=on"
+    ));
     assert!(s.contains("--- tool github__create_issue"));
 }

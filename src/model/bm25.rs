@@ -7,13 +7,14 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
 const STOP: &[&str] = &[
-    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can",
-    "could", "do", "does", "did", "for", "from", "get", "give", "had", "has", "have", "he", "her", "here", "him",
-    "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "let", "like", "me", "my", "need", "no",
-    "not", "now", "of", "on", "one", "or", "our", "please", "s", "she", "show", "so", "some", "that", "the",
-    "their", "them", "then", "there", "these", "they", "this", "those", "to", "up", "us", "use", "was", "we",
-    "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your", "want",
-    "tell", "thanks", "thank", "hi", "hello", "ok", "okay", "great", "t", "d", "ll", "re", "ve", "m",
+    "a", "about", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
+    "by", "can", "could", "do", "does", "did", "for", "from", "get", "give", "had", "has", "have",
+    "he", "her", "here", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just",
+    "let", "like", "me", "my", "need", "no", "not", "now", "of", "on", "one", "or", "our",
+    "please", "s", "she", "show", "so", "some", "that", "the", "their", "them", "then", "there",
+    "these", "they", "this", "those", "to", "up", "us", "use", "was", "we", "were", "what", "when",
+    "where", "which", "who", "why", "will", "with", "would", "you", "your", "want", "tell",
+    "thanks", "thank", "hi", "hello", "ok", "okay", "great", "t", "d", "ll", "re", "ve", "m",
 ];
 
 /// Lower-cased words without stop words, plural `s` stripped from longer words.
@@ -88,7 +89,10 @@ mod tests {
 
     #[test]
     fn ranks_the_matching_document_first() {
-        let docs = vec!["create a jira issue".to_string(), "send an email message".to_string()];
+        let docs = vec![
+            "create a jira issue".to_string(),
+            "send an email message".to_string(),
+        ];
         assert_eq!(best("please email the report", &docs).unwrap().0, 1);
         assert_eq!(best("thanks, that's all", &docs), None);
     }

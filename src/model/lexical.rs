@@ -30,7 +30,10 @@ pub struct Lexical {
 #[derive(Debug, Clone)]
 enum Step {
     /// A discover call on a meta-tool: pick from what it returns and call through `tool`.
-    Discover { tool: String, container: String },
+    Discover {
+        tool: String,
+        container: String,
+    },
     /// `request_tools` for a tool: call it once it is loaded.
     Load(String),
     Done,
@@ -40,7 +43,11 @@ enum Step {
 enum Option_ {
     Direct(String),
     Skill(String),
-    Stub { tool: String, param: String, name: String },
+    Stub {
+        tool: String,
+        param: String,
+        name: String,
+    },
     Unloaded(String),
 }
 
@@ -58,9 +65,17 @@ impl Model for Lexical {
         let cx = turn.context;
         let query = cx.query().to_string();
         if turn.purpose == Purpose::Select {
-            return Ok(Response::say(select(cx, &query, turn.guide.composite.selection_config().max)));
+            return Ok(Response::say(select(
+                cx,
+                &query,
+                turn.guide.composite.selection_config().max,
+            )));
         }
-        let calls = if cx.messages.len() <= 1 { self.first(cx, &query) } else { self.follow_up(cx, &query) };
+        let calls = if cx.messages.len() <= 1 {
+            self.first(cx, &query)
+        } else {
+            self.follow_up(cx, &query)
+        };
         if calls.is_empty() {
             Ok(Response::say("Done."))
         } else {
@@ -78,7 +93,10 @@ fn select(cx: &Context, query: &str, max: usize) -> String {
         .filter_map(|l| l.strip_prefix("- "))
         .filter_map(|l| l.split_once(": "))
         .collect();
-    let docs: Vec<String> = lines.iter().map(|(n, d)| format!("{} {d}", n.replace('_', " "))).collect();
+    let docs: Vec<String> = lines
+        .iter()
+        .map(|(n, d)| format!("{} {d}", n.replace('_', " ")))
+        .collect();
     let scores = bm25::scores(query, &docs);
     let mut idx: Vec<usize> = (0..lines.len()).filter(|i| scores[*i] > 0.0).collect();
     idx.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
@@ -96,7 +114,9 @@ impl Lexical {
         let options = options(cx);
         let docs: Vec<String> = options.iter().map(|(_, text)| text.clone()).collect();
         let scores = bm25::scores(query, &docs);
-        let Some(top) = (0..options.len()).max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a))) else {
+        let Some(top) =
+            (0..options.len()).max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
+        else {
             return Vec::new();
         };
         if scores[top] < MIN_SCORE {
@@ -113,22 +133,39 @@ impl Lexical {
                 }
             }
         }
-        chosen.into_iter().map(|i| self.act(cx, query, &options[i].0)).collect()
+        chosen
+            .into_iter()
+            .map(|i| self.act(cx, query, &options[i].0))
+            .collect()
     }
 
     fn act(&mut self, cx: &Context, query: &str, option: &Option_) -> ToolCall {
         let id = self.id();
         let (name, args, step) = match option {
             Option_::Direct(t) => {
-                let schema = cx.tool(t).map(|d| d.parameters.clone()).unwrap_or(json!({}));
+                let schema = cx
+                    .tool(t)
+                    .map(|d| d.parameters.clone())
+                    .unwrap_or(json!({}));
                 (t.clone(), fill_from_query(&schema, query), Step::Done)
             }
             Option_::Skill(s) => ("read_skill".to_string(), json!({"name": s}), Step::Done),
             Option_::Stub { tool, param, name } => {
                 let args = json!({"subcommand": "discover", param.as_str(): name});
-                (tool.clone(), args, Step::Discover { tool: tool.clone(), container: name.clone() })
+                (
+                    tool.clone(),
+                    args,
+                    Step::Discover {
+                        tool: tool.clone(),
+                        container: name.clone(),
+                    },
+                )
             }
-            Option_::Unloaded(t) => ("request_tools".to_string(), json!({"tool_names": [t]}), Step::Load(t.clone())),
+            Option_::Unloaded(t) => (
+                "request_tools".to_string(),
+                json!({"tool_names": [t]}),
+                Step::Load(t.clone()),
+            ),
         };
         self.pending.insert(id.clone(), step);
         ToolCall::new(id, name, &args)
@@ -142,7 +179,11 @@ impl Lexical {
             .rev()
             .take_while(|m| matches!(m, Message::Tool { .. }))
             .filter_map(|m| match m {
-                Message::Tool { tool_call_id, content, .. } => Some((tool_call_id.clone(), content.clone())),
+                Message::Tool {
+                    tool_call_id,
+                    content,
+                    ..
+                } => Some((tool_call_id.clone(), content.clone())),
                 _ => None,
             })
             .collect();
@@ -156,7 +197,10 @@ impl Lexical {
                 }
                 Some(Step::Load(t)) if cx.tool(&t).is_some() => {
                     let id = self.id();
-                    let schema = cx.tool(&t).map(|d| d.parameters.clone()).unwrap_or(json!({}));
+                    let schema = cx
+                        .tool(&t)
+                        .map(|d| d.parameters.clone())
+                        .unwrap_or(json!({}));
                     self.pending.insert(id.clone(), Step::Done);
                     out.push(ToolCall::new(id, t, &fill_from_query(&schema, query)));
                 }
@@ -166,11 +210,31 @@ impl Lexical {
         out
     }
 
-    fn after_discover(&mut self, tool: &str, container: &str, content: &str, query: &str) -> Option<ToolCall> {
+    fn after_discover(
+        &mut self,
+        tool: &str,
+        container: &str,
+        content: &str,
+        query: &str,
+    ) -> Option<ToolCall> {
         let v: Value = serde_json::from_str(content).ok()?;
         let (list_key, schema_key, sub, name_key, args_key, container_key) = match tool {
-            "connector" => ("actions", "parameters", "execute", "action", "parameters", "connector"),
-            "mcp" => ("tools", "inputSchema", "call", "tool", "arguments", "server"),
+            "connector" => (
+                "actions",
+                "parameters",
+                "execute",
+                "action",
+                "parameters",
+                "connector",
+            ),
+            "mcp" => (
+                "tools",
+                "inputSchema",
+                "call",
+                "tool",
+                "arguments",
+                "server",
+            ),
             "database" => ("tables", "", "query", "", "", "database"),
             _ => return None,
         };
@@ -206,9 +270,17 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
         let enum_of = |p: &str| -> Vec<String> {
             props
                 .and_then(|x| x.get(p))
-                .and_then(|x| x.get("enum").or_else(|| x.get("items").and_then(|i| i.get("enum"))))
+                .and_then(|x| {
+                    x.get("enum")
+                        .or_else(|| x.get("items").and_then(|i| i.get("enum")))
+                })
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         match t.name.as_str() {
@@ -220,7 +292,11 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
             }
             "request_tools" => {
                 for n in enum_of("tool_names") {
-                    let text = format!("{} {}", n.replace('_', " "), line_naming(&t.description, &format!("- {n}:")));
+                    let text = format!(
+                        "{} {}",
+                        n.replace('_', " "),
+                        line_naming(&t.description, &format!("- {n}:"))
+                    );
                     out.push((Option_::Unloaded(n), text));
                 }
             }
@@ -232,10 +308,20 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
                 };
                 for n in enum_of(param) {
                     let text = line_naming(&t.description, &format!("- {n}"));
-                    out.push((Option_::Stub { tool: t.name.clone(), param: param.into(), name: n }, text.replace('_', " ")));
+                    out.push((
+                        Option_::Stub {
+                            tool: t.name.clone(),
+                            param: param.into(),
+                            name: n,
+                        },
+                        text.replace('_', " "),
+                    ));
                 }
             }
-            _ => out.push((Option_::Direct(t.name.clone()), format!("{} {}", t.name.replace('_', " "), t.description))),
+            _ => out.push((
+                Option_::Direct(t.name.clone()),
+                format!("{} {}", t.name.replace('_', " "), t.description),
+            )),
         }
     }
     out
@@ -243,7 +329,10 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
 
 /// The first line of `text` containing `needle`, or the needle itself.
 fn line_naming(text: &str, needle: &str) -> String {
-    text.lines().find(|l| l.contains(needle)).unwrap_or(needle).to_string()
+    text.lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or(needle)
+        .to_string()
 }
 
 /// Arguments for `schema` from values found in the query; other required properties
@@ -258,21 +347,42 @@ pub fn fill_from_query(schema: &Value, query: &str) -> Value {
         .and_then(Value::as_array)
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    let words: Vec<&str> = query.split_whitespace().map(|w| w.trim_matches(|c: char| ",.;:!?()\"'".contains(c))).collect();
-    let numbers: Vec<&str> = words.iter().copied().filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit())).collect();
+    let words: Vec<&str> = query
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| ",.;:!?()\"'".contains(c)))
+        .collect();
+    let numbers: Vec<&str> = words
+        .iter()
+        .copied()
+        .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()))
+        .collect();
     let ids: Vec<&str> = words
         .iter()
         .copied()
-        .filter(|w| w.chars().any(|c| c.is_ascii_digit()) && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+        .filter(|w| {
+            w.chars().any(|c| c.is_ascii_digit())
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
         .collect();
-    let find = |pred: &dyn Fn(&str) -> bool| words.iter().copied().find(|w| pred(w)).map(str::to_string);
-    let quoted = query.split(['"', '\'']).nth(1).filter(|s| !s.trim().is_empty()).map(str::to_string);
+    let find =
+        |pred: &dyn Fn(&str) -> bool| words.iter().copied().find(|w| pred(w)).map(str::to_string);
+    let quoted = query
+        .split(['"', '\''])
+        .nth(1)
+        .filter(|s| !s.trim().is_empty())
+        .map(str::to_string);
     for (name, p) in props {
         let n = name.to_lowercase();
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("");
         let req = required.contains(&name.as_str());
         let value: Option<Value> = if let Some(e) = p.get("enum").and_then(Value::as_array) {
-            e.iter().find(|v| v.as_str().is_some_and(|s| query.to_lowercase().contains(&s.to_lowercase()))).cloned()
+            e.iter()
+                .find(|v| {
+                    v.as_str()
+                        .is_some_and(|s| query.to_lowercase().contains(&s.to_lowercase()))
+                })
+                .cloned()
         } else if n.contains("email") {
             find(&|w| w.contains('@')).map(Value::from)
         } else if n.contains("url") || n.contains("uri") {
@@ -280,11 +390,29 @@ pub fn fill_from_query(schema: &Value, query: &str) -> Value {
         } else if n.contains("path") || n.contains("file") || n.contains("dir") {
             find(&|w| w.starts_with('/')).map(Value::from)
         } else if ty == "integer" || ty == "number" {
-            numbers.first().and_then(|s| s.parse::<i64>().ok()).map(Value::from)
+            numbers
+                .first()
+                .and_then(|s| s.parse::<i64>().ok())
+                .map(Value::from)
         } else if n.contains("id") || n.contains("number") || n.contains("key") {
             ids.first().map(|s| Value::from(*s))
-        } else if ["query", "q", "text", "message", "prompt", "content", "body", "expression", "search"].contains(&n.as_str()) && req {
-            Some(Value::from(quoted.clone().unwrap_or_else(|| query.to_string())))
+        } else if [
+            "query",
+            "q",
+            "text",
+            "message",
+            "prompt",
+            "content",
+            "body",
+            "expression",
+            "search",
+        ]
+        .contains(&n.as_str())
+            && req
+        {
+            Some(Value::from(
+                quoted.clone().unwrap_or_else(|| query.to_string()),
+            ))
         } else {
             None
         };

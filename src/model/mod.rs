@@ -59,7 +59,10 @@ pub fn build(spec: &str) -> Result<Box<dyn Model>, String> {
     match spec {
         "oracle" => Ok(Box::new(oracle::Oracle::default())),
         "lexical" => Ok(Box::new(lexical::Lexical::default())),
-        other => Err(format!("unknown model `{other}`; available: {}", MODELS.join(", "))),
+        other => Err(format!(
+            "unknown model `{other}`; available: {}",
+            MODELS.join(", ")
+        )),
     }
 }
 
@@ -78,14 +81,19 @@ pub fn placeholder(schema: &Value) -> Value {
     }
     for key in ["anyOf", "oneOf", "allOf"] {
         if let Some(first) = schema.get(key).and_then(|a| a.as_array()).and_then(|a| {
-            a.iter().find(|s| s.get("type").and_then(Value::as_str) != Some("null"))
+            a.iter()
+                .find(|s| s.get("type").and_then(Value::as_str) != Some("null"))
         }) {
             return placeholder(first);
         }
     }
     let ty = match schema.get("type") {
         Some(Value::String(s)) => s.as_str(),
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap_or("null"),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
         _ => {
             if schema.get("properties").is_some() {
                 "object"
@@ -95,13 +103,24 @@ pub fn placeholder(schema: &Value) -> Value {
         }
     };
     match ty {
-        "integer" => json!(schema.get("minimum").and_then(Value::as_i64).unwrap_or(1).max(1)),
-        "number" => json!(schema.get("minimum").and_then(Value::as_f64).unwrap_or(1.0).max(1.0)),
+        "integer" => json!(schema
+            .get("minimum")
+            .and_then(Value::as_i64)
+            .unwrap_or(1)
+            .max(1)),
+        "number" => json!(schema
+            .get("minimum")
+            .and_then(Value::as_f64)
+            .unwrap_or(1.0)
+            .max(1.0)),
         "boolean" => json!(false),
         "null" => Value::Null,
         "array" => {
             let n = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-            let item = schema.get("items").map(placeholder).unwrap_or(json!("example"));
+            let item = schema
+                .get("items")
+                .map(placeholder)
+                .unwrap_or(json!("example"));
             Value::Array((0..n).map(|_| item.clone()).collect())
         }
         "object" => fill_required(schema, &Map::new()),
@@ -150,7 +169,10 @@ mod tests {
             "required": ["n", "when", "kind", "tags", "inner"]
         });
         let v = fill_required(&schema, &Map::new());
-        assert!(crate::strategy::schema_errors(&schema, &v).is_empty(), "{v}");
+        assert!(
+            crate::strategy::schema_errors(&schema, &v).is_empty(),
+            "{v}"
+        );
         assert_eq!(v["n"], json!(5));
         assert!(v.get("opt").is_none());
     }

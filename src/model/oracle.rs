@@ -20,13 +20,20 @@ pub struct Oracle {
 /// queries, the reference SQL.
 pub fn oracle_args(target: &ExpectedCall, turn: &Turn) -> Value {
     if let Address::Database(_) = target.address {
-        let sql = target.sql.clone().unwrap_or_else(|| "SELECT name FROM sqlite_master LIMIT 1".into());
+        let sql = target
+            .sql
+            .clone()
+            .unwrap_or_else(|| "SELECT name FROM sqlite_master LIMIT 1".into());
         return json!({"sql": sql});
     }
     let given: Map<String, Value> = target
         .args
         .iter()
-        .filter_map(|(k, vals)| vals.iter().find(|v| **v != json!("")).map(|v| (k.clone(), v.clone())))
+        .filter_map(|(k, vals)| {
+            vals.iter()
+                .find(|v| **v != json!(""))
+                .map(|v| (k.clone(), v.clone()))
+        })
         .collect();
     let catalog_schema = turn.guide.composite.catalog_schema(&target.address);
     fill_required(&catalog_schema.unwrap_or(json!({})), &given)
@@ -44,18 +51,32 @@ impl Model for Oracle {
     fn respond(&mut self, turn: &Turn) -> Result<Response, InfraError> {
         let expect = &turn.query.expect;
         // Skills first: a careful model reads the procedure before acting.
-        let mut targets: Vec<&ExpectedCall> = expect.calls.iter().filter(|c| matches!(c.address, Address::Skill(_))).collect();
-        targets.extend(expect.calls.iter().filter(|c| !matches!(c.address, Address::Skill(_))));
+        let mut targets: Vec<&ExpectedCall> = expect
+            .calls
+            .iter()
+            .filter(|c| matches!(c.address, Address::Skill(_)))
+            .collect();
+        targets.extend(
+            expect
+                .calls
+                .iter()
+                .filter(|c| !matches!(c.address, Address::Skill(_))),
+        );
         let g = &turn.guide;
         if turn.purpose == Purpose::Select {
             let mut tools = g.composite.tools_for(&targets);
             tools.truncate(g.composite.selection_config().max);
-            return Ok(Response::say(serde_json::to_string(&tools).expect("names serialize")));
+            return Ok(Response::say(
+                serde_json::to_string(&tools).expect("names serialize"),
+            ));
         }
         for (k, t) in targets.iter().enumerate() {
             // The same address may be expected twice (e.g. two cities): the k-th
             // expectation of an address is met by its k-th execution.
-            let earlier = targets[..k].iter().filter(|x| x.address == t.address).count();
+            let earlier = targets[..k]
+                .iter()
+                .filter(|x| x.address == t.address)
+                .count();
             let done = match &t.address {
                 Address::Skill(n) => g.state.loaded_skills.contains(n),
                 a => g.state.executed.iter().filter(|e| *e == a).count() > earlier,
@@ -66,7 +87,11 @@ impl Model for Oracle {
             let args = oracle_args(t, turn);
             if let Some((tool, a)) = g.composite.route(t, &args, g.state) {
                 self.calls += 1;
-                return Ok(Response::call(vec![ToolCall::new(format!("call_{}", self.calls), tool, &a)]));
+                return Ok(Response::call(vec![ToolCall::new(
+                    format!("call_{}", self.calls),
+                    tool,
+                    &a,
+                )]));
             }
         }
         Ok(Response::say("Done."))

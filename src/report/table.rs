@@ -28,7 +28,10 @@ pub struct Row {
 pub fn rows(outcomes: &[Outcome]) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
     for o in outcomes {
-        let i = match rows.iter().position(|r| r.scenario == o.scenario && r.mode == o.mode && r.model == o.model) {
+        let i = match rows
+            .iter()
+            .position(|r| r.scenario == o.scenario && r.mode == o.mode && r.model == o.model)
+        {
             Some(i) => i,
             None => {
                 rows.push(Row {
@@ -72,7 +75,12 @@ pub fn rows(outcomes: &[Outcome]) -> Vec<Row> {
     for r in &mut rows {
         r.savings = snapshot
             .iter()
-            .find(|l| l.scenario == r.scenario && l.model == r.model && l.mode == "legacy" && l.first_turn > 0.0)
+            .find(|l| {
+                l.scenario == r.scenario
+                    && l.model == r.model
+                    && l.mode == "legacy"
+                    && l.first_turn > 0.0
+            })
             .map(|l| 1.0 - r.first_turn / l.first_turn);
     }
     rows
@@ -80,7 +88,18 @@ pub fn rows(outcomes: &[Outcome]) -> Vec<Row> {
 
 /// The table as text.
 pub fn render(rows: &[Row]) -> String {
-    let headers = ["scenario", "mode", "model", "n", "exact", "F1", "first-turn tok", "billed in", "vs legacy", "proto err"];
+    let headers = [
+        "scenario",
+        "mode",
+        "model",
+        "n",
+        "exact",
+        "F1",
+        "first-turn tok",
+        "billed in",
+        "vs legacy",
+        "proto err",
+    ];
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -88,12 +107,18 @@ pub fn render(rows: &[Row]) -> String {
                 r.scenario.clone(),
                 r.mode.clone(),
                 r.model.clone(),
-                if r.infra_errors > 0 { format!("{} (+{} infra)", r.n, r.infra_errors) } else { r.n.to_string() },
+                if r.infra_errors > 0 {
+                    format!("{} (+{} infra)", r.n, r.infra_errors)
+                } else {
+                    r.n.to_string()
+                },
                 format!("{:.1}%", r.exact * 100.0),
                 format!("{:.3}", r.f1),
                 format!("{:.0}", r.first_turn),
                 format!("{:.0}", r.billed_input),
-                r.savings.map(|s| format!("{:+.1}%", -s * 100.0)).unwrap_or_else(|| "-".into()),
+                r.savings
+                    .map(|s| format!("{:+.1}%", -s * 100.0))
+                    .unwrap_or_else(|| "-".into()),
                 r.protocol_errors.to_string(),
             ]
         })
@@ -110,12 +135,24 @@ pub fn render(rows: &[Row]) -> String {
             .iter()
             .zip(&widths)
             .enumerate()
-            .map(|(i, (c, w))| if i < 3 { format!("{c:<w$}") } else { format!("{c:>w$}") })
+            .map(|(i, (c, w))| {
+                if i < 3 {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
             .collect();
         let _ = writeln!(out, "{}", parts.join("  ").trim_end());
     };
-    line(&mut out, &headers.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    line(&mut out, &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>());
+    line(
+        &mut out,
+        &headers.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    );
+    line(
+        &mut out,
+        &widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>(),
+    );
     for row in &cells {
         line(&mut out, row);
     }

@@ -36,7 +36,10 @@ impl JsonlWriter {
             .append(true)
             .open(path)
             .with_context(|| format!("cannot open {}", path.display()))?;
-        Ok(JsonlWriter { path: path.to_path_buf(), out: BufWriter::new(f) })
+        Ok(JsonlWriter {
+            path: path.to_path_buf(),
+            out: BufWriter::new(f),
+        })
     }
 }
 
@@ -45,7 +48,9 @@ impl Listener for JsonlWriter {
         if let Event::Outcome(o) = e {
             serde_json::to_writer(&mut self.out, o)?;
             self.out.write_all(b"\n")?;
-            self.out.flush().with_context(|| format!("cannot write {}", self.path.display()))?;
+            self.out
+                .flush()
+                .with_context(|| format!("cannot write {}", self.path.display()))?;
         }
         Ok(())
     }
@@ -69,7 +74,8 @@ impl Listener for Progress {
             Event::Started { total } if self.enabled => {
                 let bar = ProgressBar::new(*total as u64);
                 bar.set_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}").expect("valid template"),
+                    ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
+                        .expect("valid template"),
                 );
                 self.bar = Some(bar);
             }

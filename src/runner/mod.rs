@@ -110,7 +110,13 @@ pub fn plan(scenarios: &[Scenario], cfg: &RunConfig) -> Vec<WorkItem> {
             for model in 0..cfg.models.len() {
                 for r in 0..cfg.repeat {
                     for q in 0..sc.queries.len() {
-                        v.push(WorkItem { scenario: s, mode: m, model, repeat: r, query: q });
+                        v.push(WorkItem {
+                            scenario: s,
+                            mode: m,
+                            model,
+                            repeat: r,
+                            query: q,
+                        });
                     }
                 }
             }
@@ -145,11 +151,28 @@ pub fn run(
         let dbs = &current.as_ref().expect("built above").1;
         let requested = &cfg.modes[item.mode];
         let mode = requested.with_overrides(&sc.agent.modes);
-        let composite = Composite::new(&sc.catalog, sc.agent.instructions.as_deref(), mode, &cfg.templates, cfg.selection)
-            .map_err(anyhow::Error::msg)?;
+        let composite = Composite::new(
+            &sc.catalog,
+            sc.agent.instructions.as_deref(),
+            mode,
+            &cfg.templates,
+            cfg.selection,
+        )
+        .map_err(anyhow::Error::msg)?;
         let model = models[item.model].as_mut();
-        let max_turns = sc.agent.max_turns.map(|t| t as usize).unwrap_or(cfg.max_turns);
-        let ep = Episode { scenario: sc, query: &sc.queries[item.query], composite: &composite, counter, dbs, max_turns };
+        let max_turns = sc
+            .agent
+            .max_turns
+            .map(|t| t as usize)
+            .unwrap_or(cfg.max_turns);
+        let ep = Episode {
+            scenario: sc,
+            query: &sc.queries[item.query],
+            composite: &composite,
+            counter,
+            dbs,
+            max_turns,
+        };
         let mut outcome = ep.run(model);
         outcome.run_id = cfg.run_id.clone();
         outcome.mode = requested.label.clone();
@@ -179,7 +202,10 @@ impl Episode<'_> {
         let c = self.counter;
         let comp = self.composite;
         let mut state = comp.new_state();
-        let mut ledger = Ledger { system: c.count(comp.system()), ..Ledger::default() };
+        let mut ledger = Ledger {
+            system: c.count(comp.system()),
+            ..Ledger::default()
+        };
         let mut infra_error = None;
         model.begin();
 
@@ -188,7 +214,15 @@ impl Episode<'_> {
             match comp.selection_context(&self.query.text) {
                 Ok(cx) => {
                     let req = c.context(&cx);
-                    let turn = Turn { purpose: Purpose::Select, context: &cx, query: self.query, guide: Guide { composite: comp, state: &state } };
+                    let turn = Turn {
+                        purpose: Purpose::Select,
+                        context: &cx,
+                        query: self.query,
+                        guide: Guide {
+                            composite: comp,
+                            state: &state,
+                        },
+                    };
                     let answer = match model.respond(&turn) {
                         Ok(r) => r.text.unwrap_or_default(),
                         Err(e) => {
@@ -200,13 +234,19 @@ impl Episode<'_> {
                     ledger.billed_input += req;
                     ledger.peak_context = req;
                     let selected = comp.apply_selection(&mut state, &answer);
-                    selection = Some(SelectionRecord { tools_before: comp.all_tools().len(), selected, answer });
+                    selection = Some(SelectionRecord {
+                        tools_before: comp.all_tools().len(),
+                        selected,
+                        answer,
+                    });
                 }
                 Err(e) => infra_error = Some(e),
             }
         }
 
-        let mut messages = vec![Message::User { content: self.query.text.clone() }];
+        let mut messages = vec![Message::User {
+            content: self.query.text.clone(),
+        }];
         let mut calls: Vec<CallRecord> = Vec::new();
         let mut turns = Vec::new();
         let mut final_text = None;
@@ -222,16 +262,36 @@ impl Episode<'_> {
             let mut entered = Vec::new();
             if turn == 1 {
                 ledger.tool_defs = c.tools(&cx.tools);
-                entered.push(Entry { layer: "system".into(), what: "system prompt".into(), tokens: ledger.system, text: None });
+                entered.push(Entry {
+                    layer: "system".into(),
+                    what: "system prompt".into(),
+                    tokens: ledger.system,
+                    text: None,
+                });
                 for t in &cx.tools {
-                    entered.push(Entry { layer: "tool_defs".into(), what: t.name.clone(), tokens: c.tool(t), text: None });
+                    entered.push(Entry {
+                        layer: "tool_defs".into(),
+                        what: t.name.clone(),
+                        tokens: c.tool(t),
+                        text: None,
+                    });
                 }
-                entered.push(Entry { layer: "query".into(), what: "user".into(), tokens: c.count(&self.query.text), text: Some(self.query.text.clone()) });
+                entered.push(Entry {
+                    layer: "query".into(),
+                    what: "user".into(),
+                    tokens: c.count(&self.query.text),
+                    text: Some(self.query.text.clone()),
+                });
             } else {
                 for t in cx.tools.iter().filter(|t| !seen_tools.contains(&t.name)) {
                     let n = c.tool(t);
                     ledger.fetched += n;
-                    entered.push(Entry { layer: "fetched".into(), what: format!("tool definition {}", t.name), tokens: n, text: None });
+                    entered.push(Entry {
+                        layer: "fetched".into(),
+                        what: format!("tool definition {}", t.name),
+                        tokens: n,
+                        text: None,
+                    });
                 }
             }
             seen_tools.extend(cx.tools.iter().map(|t| t.name.clone()));
@@ -241,24 +301,53 @@ impl Episode<'_> {
             }
             ledger.billed_input += req;
             ledger.peak_context = ledger.peak_context.max(req);
-            let t = Turn { purpose: Purpose::Act, context: &cx, query: self.query, guide: Guide { composite: comp, state: &state } };
+            let t = Turn {
+                purpose: Purpose::Act,
+                context: &cx,
+                query: self.query,
+                guide: Guide {
+                    composite: comp,
+                    state: &state,
+                },
+            };
             let resp = match model.respond(&t) {
                 Ok(r) => r,
                 Err(e) => {
                     infra_error = Some(e.0);
-                    turns.push(TurnRecord { turn, request_tokens: req, tools_visible: cx.tools.len(), entered });
+                    turns.push(TurnRecord {
+                        turn,
+                        request_tokens: req,
+                        tools_visible: cx.tools.len(),
+                        entered,
+                    });
                     break;
                 }
             };
-            let Response { text, calls: tool_calls } = resp;
-            let msg = Message::Assistant { content: text.clone(), tool_calls: tool_calls.clone() };
+            let Response {
+                text,
+                calls: tool_calls,
+            } = resp;
+            let msg = Message::Assistant {
+                content: text.clone(),
+                tool_calls: tool_calls.clone(),
+            };
             let out = c.message(&msg);
             ledger.output += out;
-            entered.push(Entry { layer: "output".into(), what: "assistant".into(), tokens: out, text: text.clone() });
+            entered.push(Entry {
+                layer: "output".into(),
+                what: "assistant".into(),
+                tokens: out,
+                text: text.clone(),
+            });
             messages.push(msg);
             if tool_calls.is_empty() {
                 final_text = text;
-                turns.push(TurnRecord { turn, request_tokens: req, tools_visible: cx.tools.len(), entered });
+                turns.push(TurnRecord {
+                    turn,
+                    request_tokens: req,
+                    tools_visible: cx.tools.len(),
+                    entered,
+                });
                 break;
             }
             for call in tool_calls {
@@ -268,41 +357,102 @@ impl Episode<'_> {
                 let (layer, record) = match &r.effect {
                     Effect::Fetched { addresses } => {
                         ledger.fetched += n;
-                        ("fetched", CallRecord {
-                            turn, tool: call.name.clone(), arguments: call.arguments.clone(), effect: "fetched".into(),
-                            address: None, fetched: addresses.clone(), error: None, schema_errors: Vec::new(), blind: false, args: None,
-                            skills_in_context,
-                        })
+                        (
+                            "fetched",
+                            CallRecord {
+                                turn,
+                                tool: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                                effect: "fetched".into(),
+                                address: None,
+                                fetched: addresses.clone(),
+                                error: None,
+                                schema_errors: Vec::new(),
+                                blind: false,
+                                args: None,
+                                skills_in_context,
+                            },
+                        )
                     }
-                    Effect::Executed { address, args, schema_errors, blind, .. } => {
+                    Effect::Executed {
+                        address,
+                        args,
+                        schema_errors,
+                        blind,
+                        ..
+                    } => {
                         ledger.results += n;
-                        ("results", CallRecord {
-                            turn, tool: call.name.clone(), arguments: call.arguments.clone(), effect: "executed".into(),
-                            address: Some(address.clone()), fetched: Vec::new(), error: None, schema_errors: schema_errors.clone(),
-                            blind: *blind, args: Some(args.clone()), skills_in_context,
-                        })
+                        (
+                            "results",
+                            CallRecord {
+                                turn,
+                                tool: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                                effect: "executed".into(),
+                                address: Some(address.clone()),
+                                fetched: Vec::new(),
+                                error: None,
+                                schema_errors: schema_errors.clone(),
+                                blind: *blind,
+                                args: Some(args.clone()),
+                                skills_in_context,
+                            },
+                        )
                     }
                     Effect::Error { error } => {
                         ledger.results += n;
-                        let e = serde_json::to_value(error).ok().and_then(|v| v.as_str().map(str::to_string));
-                        ("results", CallRecord {
-                            turn, tool: call.name.clone(), arguments: call.arguments.clone(), effect: "error".into(),
-                            address: None, fetched: Vec::new(), error: e, schema_errors: Vec::new(), blind: false, args: None,
-                            skills_in_context,
-                        })
+                        let e = serde_json::to_value(error)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string));
+                        (
+                            "results",
+                            CallRecord {
+                                turn,
+                                tool: call.name.clone(),
+                                arguments: call.arguments.clone(),
+                                effect: "error".into(),
+                                address: None,
+                                fetched: Vec::new(),
+                                error: e,
+                                schema_errors: Vec::new(),
+                                blind: false,
+                                args: None,
+                                skills_in_context,
+                            },
+                        )
                     }
                 };
-                entered.push(Entry { layer: layer.into(), what: format!("{}({})", call.name, call.arguments), tokens: n, text: Some(r.content.clone()) });
+                entered.push(Entry {
+                    layer: layer.into(),
+                    what: format!("{}({})", call.name, call.arguments),
+                    tokens: n,
+                    text: Some(r.content.clone()),
+                });
                 calls.push(record);
-                messages.push(Message::Tool { tool_call_id: call.id.clone(), name: call.name.clone(), content: r.content });
+                messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: r.content,
+                });
             }
-            turns.push(TurnRecord { turn, request_tokens: req, tools_visible: cx.tools.len(), entered });
+            turns.push(TurnRecord {
+                turn,
+                request_tokens: req,
+                tools_visible: cx.tools.len(),
+                entered,
+            });
             if turn == self.max_turns {
                 hit_max_turns = true;
             }
         }
         let final_skills: Vec<String> = state.loaded_skills.iter().cloned().collect();
-        let score = score::score(self.query, &calls, &final_skills, &self.scenario.catalog, self.dbs);
+        let score = score::score(
+            self.query,
+            &calls,
+            &final_skills,
+            &self.scenario.catalog,
+            self.dbs,
+        );
         let protocol = score::protocol(&calls, n_turns, hit_max_turns);
         Outcome {
             run_id: String::new(),

@@ -72,7 +72,13 @@ pub struct ExpectedCall {
 }
 
 /// Names of the meta-tools; no catalog tool may take one of them in any mode.
-pub const RESERVED_TOOL_NAMES: [&str; 5] = ["read_skill", "connector", "database", "mcp", "request_tools"];
+pub const RESERVED_TOOL_NAMES: [&str; 5] = [
+    "read_skill",
+    "connector",
+    "database",
+    "mcp",
+    "request_tools",
+];
 
 /// Loads every scenario under `paths` (files, or directories whose `*.yaml`, `*.yml`
 /// and `*.json` files are scenarios), reporting all errors together.
@@ -98,7 +104,11 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, InputErrors> {
             errors.push(InputError::new(
                 &s.path,
                 "name",
-                format!("scenario name `{}` is also used by {}", s.name, prev.display()),
+                format!(
+                    "scenario name `{}` is also used by {}",
+                    s.name,
+                    prev.display()
+                ),
             ));
         }
     }
@@ -229,7 +239,8 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
 }
 
 fn read(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path).map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))
+    std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))
 }
 
 fn is_json(path: &Path) -> bool {
@@ -277,7 +288,14 @@ fn strip_location(msg: &str) -> String {
     };
     // serde_yaml_ng prefixes its own copy of the path.
     match msg.split_once(": ") {
-        Some((pre, rest)) if !pre.is_empty() && pre.chars().all(|c| c.is_alphanumeric() || "_.[]".contains(c)) => rest.to_string(),
+        Some((pre, rest))
+            if !pre.is_empty()
+                && pre
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_.[]".contains(c)) =>
+        {
+            rest.to_string()
+        }
         _ => msg.to_string(),
     }
 }
@@ -308,9 +326,17 @@ impl Loader {
 
     /// An error whose line is found by searching for `needle` in the file: given only
     /// when the needle occurs exactly `nth` times or more and the `nth` one is meant.
-    fn err_at(&mut self, file: &Path, path: &str, needle: &str, nth: usize, msg: impl Into<String>) {
+    fn err_at(
+        &mut self,
+        file: &Path,
+        path: &str,
+        needle: &str,
+        nth: usize,
+        msg: impl Into<String>,
+    ) {
         let line = self.texts.get(file).and_then(|t| find_line(t, needle, nth));
-        self.errors.push(InputError::new(file, path, msg).at_line(line));
+        self.errors
+            .push(InputError::new(file, path, msg).at_line(line));
     }
 
     fn finish<T>(self, ok: T) -> Result<T, InputErrors> {
@@ -321,7 +347,14 @@ impl Loader {
         }
     }
 
-    fn add_catalog(&mut self, file: &Path, at: &str, raw: RawCatalog, out: &mut Catalog, depth: usize) {
+    fn add_catalog(
+        &mut self,
+        file: &Path,
+        at: &str,
+        raw: RawCatalog,
+        out: &mut Catalog,
+        depth: usize,
+    ) {
         let base = file.parent().unwrap_or(Path::new("."));
         for (i, inc) in raw.include.iter().enumerate() {
             let p = format!("{at}.include[{i}]");
@@ -331,7 +364,11 @@ impl Loader {
                     let mut bad = false;
                     for k in o.keys() {
                         if !matches!(k.as_str(), "path" | "name" | "description") {
-                            self.err(file, &format!("{p}.{k}"), "unknown field; an include has path, name and description");
+                            self.err(
+                                file,
+                                &format!("{p}.{k}"),
+                                "unknown field; an include has path, name and description",
+                            );
                             bad = true;
                         }
                     }
@@ -346,13 +383,25 @@ impl Loader {
                     (rel.to_string(), s("name"), s("description"))
                 }
                 _ => {
-                    self.err(file, &p, "an include is a path or {path, name, description}");
+                    self.err(
+                        file,
+                        &p,
+                        "an include is a path or {path, name, description}",
+                    );
                     continue;
                 }
             };
             let target = base.join(&rel);
             if !target.is_file() {
-                self.err_at(file, &p, &rel, 1, format!("included file `{rel}` does not exist (paths are relative to this file)"));
+                self.err_at(
+                    file,
+                    &p,
+                    &rel,
+                    1,
+                    format!(
+                        "included file `{rel}` does not exist (paths are relative to this file)"
+                    ),
+                );
                 continue;
             }
             if depth > 8 {
@@ -369,7 +418,13 @@ impl Loader {
                 (None, Some(f)) => match std::fs::read_to_string(base.join(&f)) {
                     Ok(c) => c,
                     Err(e) => {
-                        self.err_at(file, &format!("{p}.content_file"), &f, 1, format!("cannot read `{f}`: {e}"));
+                        self.err_at(
+                            file,
+                            &format!("{p}.content_file"),
+                            &f,
+                            1,
+                            format!("cannot read `{f}`: {e}"),
+                        );
                         continue;
                     }
                 },
@@ -386,7 +441,11 @@ impl Loader {
                 self.err(file, &p, "the skill's content is empty");
             }
             self.origin(Kind2::Skill, &s.name, file, &p);
-            out.skills.push(Skill { name: s.name, description: s.description, content });
+            out.skills.push(Skill {
+                name: s.name,
+                description: s.description,
+                content,
+            });
         }
         for (i, c) in raw.connectors.into_iter().enumerate() {
             let p = format!("{at}.connectors[{i}]");
@@ -407,8 +466,17 @@ impl Loader {
                     }
                 })
                 .collect::<Vec<_>>();
-            self.dupes(file, &format!("{p}.actions"), actions.iter().map(|a| a.name.as_str()), "action");
-            out.connectors.push(Connector { name: c.name, description: c.description, actions });
+            self.dupes(
+                file,
+                &format!("{p}.actions"),
+                actions.iter().map(|a| a.name.as_str()),
+                "action",
+            );
+            out.connectors.push(Connector {
+                name: c.name,
+                description: c.description,
+                actions,
+            });
         }
         for (i, d) in raw.databases.into_iter().enumerate() {
             let p = format!("{at}.databases[{i}]");
@@ -418,7 +486,13 @@ impl Loader {
                 Some(f) => match std::fs::read_to_string(base.join(f)) {
                     Ok(sql) => Some(sql),
                     Err(e) => {
-                        self.err_at(file, &format!("{p}.seed_sql"), f, 1, format!("cannot read `{f}`: {e}"));
+                        self.err_at(
+                            file,
+                            &format!("{p}.seed_sql"),
+                            f,
+                            1,
+                            format!("cannot read `{f}`: {e}"),
+                        );
                         None
                     }
                 },
@@ -432,14 +506,33 @@ impl Loader {
                     columns: t.columns.into_iter().map(Into::into).collect(),
                 })
                 .collect();
-            self.dupes(file, &format!("{p}.tables"), tables.iter().map(|t| t.name.as_str()), "table");
+            self.dupes(
+                file,
+                &format!("{p}.tables"),
+                tables.iter().map(|t| t.name.as_str()),
+                "table",
+            );
             for (j, t) in tables.iter().enumerate() {
-                self.dupes(file, &format!("{p}.tables[{j}].columns"), t.columns.iter().map(|c| c.name.as_str()), "column");
+                self.dupes(
+                    file,
+                    &format!("{p}.tables[{j}].columns"),
+                    t.columns.iter().map(|c| c.name.as_str()),
+                    "column",
+                );
             }
             if tables.is_empty() {
-                self.err(file, &format!("{p}.tables"), "a database needs at least one table");
+                self.err(
+                    file,
+                    &format!("{p}.tables"),
+                    "a database needs at least one table",
+                );
             }
-            out.databases.push(Database { name: d.name, description: d.description, tables, seed_sql });
+            out.databases.push(Database {
+                name: d.name,
+                description: d.description,
+                tables,
+                seed_sql,
+            });
         }
         for (i, s) in raw.mcp_servers.into_iter().enumerate() {
             let p = format!("{at}.mcp_servers[{i}]");
@@ -449,12 +542,30 @@ impl Loader {
                 .into_iter()
                 .enumerate()
                 .map(|(j, t)| {
-                    self.check_schema(file, &format!("{p}.tools[{j}].inputSchema"), &t.input_schema);
-                    McpTool { name: t.name, description: t.description, input_schema: t.input_schema, response: t.response }
+                    self.check_schema(
+                        file,
+                        &format!("{p}.tools[{j}].inputSchema"),
+                        &t.input_schema,
+                    );
+                    McpTool {
+                        name: t.name,
+                        description: t.description,
+                        input_schema: t.input_schema,
+                        response: t.response,
+                    }
                 })
                 .collect();
-            self.dupes(file, &format!("{p}.tools"), tools.iter().map(|t| t.name.as_str()), "tool");
-            out.mcp_servers.push(McpServer { name: s.name, description: s.description, tools });
+            self.dupes(
+                file,
+                &format!("{p}.tools"),
+                tools.iter().map(|t| t.name.as_str()),
+                "tool",
+            );
+            out.mcp_servers.push(McpServer {
+                name: s.name,
+                description: s.description,
+                tools,
+            });
         }
         for (i, b) in raw.builtins.into_iter().enumerate() {
             let p = format!("{at}.builtins[{i}]");
@@ -471,7 +582,14 @@ impl Loader {
     }
 
     /// Reads an included file: a catalog fragment, or a real MCP `tools/list` dump.
-    fn include_file(&mut self, path: &Path, name: Option<String>, description: Option<String>, out: &mut Catalog, depth: usize) {
+    fn include_file(
+        &mut self,
+        path: &Path,
+        name: Option<String>,
+        description: Option<String>,
+        out: &mut Catalog,
+        depth: usize,
+    ) {
         let text = match read(path) {
             Ok(t) => t,
             Err(e) => return self.errors.push(e),
@@ -486,7 +604,11 @@ impl Loader {
                 Ok(dump) => {
                     let info = dump.server_info;
                     let Some(name) = name.or_else(|| info.as_ref().map(|i| i.name.clone())) else {
-                        return self.err(path, "serverInfo.name", "an MCP dump without serverInfo needs `name` in its include");
+                        return self.err(
+                            path,
+                            "serverInfo.name",
+                            "an MCP dump without serverInfo needs `name` in its include",
+                        );
                     };
                     let description = description
                         .or_else(|| info.as_ref().and_then(|i| i.description.clone()))
@@ -505,26 +627,47 @@ impl Loader {
                         .into_iter()
                         .enumerate()
                         .map(|(j, t)| {
-                            self.check_schema(path, &format!("tools[{j}].inputSchema"), &t.input_schema);
-                            McpTool { name: t.name, description: t.description, input_schema: t.input_schema, response: None }
+                            self.check_schema(
+                                path,
+                                &format!("tools[{j}].inputSchema"),
+                                &t.input_schema,
+                            );
+                            McpTool {
+                                name: t.name,
+                                description: t.description,
+                                input_schema: t.input_schema,
+                                response: None,
+                            }
                         })
                         .collect();
                     self.dupes(path, "tools", tools.iter().map(|t| t.name.as_str()), "tool");
                     self.origin(Kind2::Mcp, &name, path, "serverInfo.name");
-                    out.mcp_servers.push(McpServer { name, description, tools });
+                    out.mcp_servers.push(McpServer {
+                        name,
+                        description,
+                        tools,
+                    });
                 }
                 Err(e) => self.errors.push(e),
             },
             FileKind::CatalogFragment => {
                 if name.is_some() || description.is_some() {
-                    self.err(path, "", "`name`/`description` in an include apply only to MCP tools/list dumps");
+                    self.err(
+                        path,
+                        "",
+                        "`name`/`description` in an include apply only to MCP tools/list dumps",
+                    );
                 }
                 match parse::<RawCatalog>(path, &text) {
                     Ok(raw) => self.add_catalog(path, "", raw, out, depth),
                     Err(e) => self.errors.push(e),
                 }
             }
-            FileKind::Scenario => self.err(path, "", "a scenario cannot be included; include catalog fragments or MCP dumps"),
+            FileKind::Scenario => self.err(
+                path,
+                "",
+                "a scenario cannot be included; include catalog fragments or MCP dumps",
+            ),
         }
     }
 
@@ -543,22 +686,42 @@ impl Loader {
             };
             let needle = format!("name: {name}");
             let nth = if f0 == file { 2 } else { 1 };
-            self.err_at(file, &format!("{path}.name"), &needle, nth, format!(
-                "duplicate {what} name `{name}` (first defined at {}: {p0})", f0.display()
-            ));
+            self.err_at(
+                file,
+                &format!("{path}.name"),
+                &needle,
+                nth,
+                format!(
+                    "duplicate {what} name `{name}` (first defined at {}: {p0})",
+                    f0.display()
+                ),
+            );
         } else {
-            self.origins.insert((kind, name.to_string()), (file.to_path_buf(), path));
+            self.origins
+                .insert((kind, name.to_string()), (file.to_path_buf(), path));
         }
     }
 
-    fn dupes<'a>(&mut self, file: &Path, path: &str, names: impl Iterator<Item = &'a str>, what: &str) {
+    fn dupes<'a>(
+        &mut self,
+        file: &Path,
+        path: &str,
+        names: impl Iterator<Item = &'a str>,
+        what: &str,
+    ) {
         let path = path.trim_start_matches('.');
         let mut seen = HashSet::new();
         for (i, n) in names.enumerate() {
             if n.trim().is_empty() {
                 self.err(file, &format!("{path}[{i}].name"), "must not be empty");
             } else if !seen.insert(n) {
-                self.err_at(file, &format!("{path}[{i}].name"), &format!("name: {n}"), 2, format!("duplicate {what} name `{n}`"));
+                self.err_at(
+                    file,
+                    &format!("{path}[{i}].name"),
+                    &format!("name: {n}"),
+                    2,
+                    format!("duplicate {what} name `{n}`"),
+                );
             }
         }
     }
@@ -566,13 +729,21 @@ impl Loader {
     fn check_schema(&mut self, file: &Path, path: &str, schema: &Value) {
         let path = path.trim_start_matches('.');
         if let Err(e) = jsonschema::meta::validate(schema) {
-            return self.err(file, path, format!("not a valid JSON Schema: {e} (at {})", e.instance_path()));
+            return self.err(
+                file,
+                path,
+                format!("not a valid JSON Schema: {e} (at {})", e.instance_path()),
+            );
         }
         if let Err(e) = jsonschema::validator_for(schema) {
             return self.err(file, path, format!("not a usable JSON Schema: {e}"));
         }
         if schema.get("type").and_then(Value::as_str) != Some("object") {
-            self.err(file, path, "a parameter schema must have `type: object` at the top");
+            self.err(
+                file,
+                path,
+                "a parameter schema must have `type: object` at the top",
+            );
         }
     }
 
@@ -581,24 +752,42 @@ impl Loader {
         let mut names: HashMap<String, String> = HashMap::new();
         let mut claim = |me: &mut Self, tool: String, addr: String| {
             if RESERVED_TOOL_NAMES.contains(&tool.as_str()) {
-                me.err(file, "catalog", format!("`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"));
+                me.err(
+                    file,
+                    "catalog",
+                    format!(
+                        "`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"
+                    ),
+                );
             } else if let Some(prev) = names.insert(tool.clone(), addr.clone()) {
                 me.err(file, "catalog", format!("`{addr}` and `{prev}` both become the legacy tool name `{tool}`; rename one"));
             }
         };
         for c in &cat.connectors {
             for a in &c.actions {
-                claim(self, legacy_name(&c.name, &a.name), Address::Connector(c.name.clone(), a.name.clone()).to_string());
+                claim(
+                    self,
+                    legacy_name(&c.name, &a.name),
+                    Address::Connector(c.name.clone(), a.name.clone()).to_string(),
+                );
             }
         }
         for d in &cat.databases {
             for suffix in ["list_tables", "describe_table", "query"] {
-                claim(self, legacy_name(&d.name, suffix), format!("database:{}/{suffix}", d.name));
+                claim(
+                    self,
+                    legacy_name(&d.name, suffix),
+                    format!("database:{}/{suffix}", d.name),
+                );
             }
         }
         for s in &cat.mcp_servers {
             for t in &s.tools {
-                claim(self, legacy_name(&s.name, &t.name), Address::Mcp(s.name.clone(), t.name.clone()).to_string());
+                claim(
+                    self,
+                    legacy_name(&s.name, &t.name),
+                    Address::Mcp(s.name.clone(), t.name.clone()).to_string(),
+                );
             }
         }
         for b in &cat.builtins {
@@ -614,14 +803,22 @@ impl Loader {
             if q.id.trim().is_empty() {
                 self.err(file, &format!("{p}.id"), "must not be empty");
             } else if !ids.insert(q.id.clone()) {
-                self.err_at(file, &format!("{p}.id"), &format!("id: {}", q.id), 2, format!("duplicate query id `{}`", q.id));
+                self.err_at(
+                    file,
+                    &format!("{p}.id"),
+                    &format!("id: {}", q.id),
+                    2,
+                    format!("duplicate query id `{}`", q.id),
+                );
             }
             if q.text.trim().is_empty() {
                 self.err(file, &format!("{p}.text"), "must not be empty");
             }
             let mut calls = Vec::new();
             for (j, c) in q.expect.calls.iter().enumerate() {
-                if let Some(call) = self.expected_call(file, &format!("{p}.expect.calls[{j}]"), c, cat) {
+                if let Some(call) =
+                    self.expected_call(file, &format!("{p}.expect.calls[{j}]"), c, cat)
+                {
                     calls.push(call);
                 }
             }
@@ -629,7 +826,11 @@ impl Loader {
             for (j, f) in q.expect.forbid.iter().enumerate() {
                 if let Some(a) = self.address(file, &format!("{p}.expect.forbid[{j}]"), f, cat) {
                     if calls.iter().any(|c| c.address == a) {
-                        self.err(file, &format!("{p}.expect.forbid[{j}]"), format!("`{a}` is both expected and forbidden"));
+                        self.err(
+                            file,
+                            &format!("{p}.expect.forbid[{j}]"),
+                            format!("`{a}` is both expected and forbidden"),
+                        );
                     }
                     forbid.push(a);
                 }
@@ -637,7 +838,11 @@ impl Loader {
             out.push(Query {
                 id: q.id,
                 text: q.text,
-                expect: Expect { calls, order: q.expect.order, forbid },
+                expect: Expect {
+                    calls,
+                    order: q.expect.order,
+                    forbid,
+                },
                 tags: q.tags,
             });
         }
@@ -652,23 +857,43 @@ impl Loader {
             }
             Ok(a) if cat.lookup(&a).is_none() => {
                 let hint = suggest(&a, cat);
-                self.err_at(file, path, s, 1, format!("`{a}` is not in the catalog{hint}"));
+                self.err_at(
+                    file,
+                    path,
+                    s,
+                    1,
+                    format!("`{a}` is not in the catalog{hint}"),
+                );
                 None
             }
             Ok(a) => Some(a),
         }
     }
 
-    fn expected_call(&mut self, file: &Path, path: &str, v: &Value, cat: &Catalog) -> Option<ExpectedCall> {
+    fn expected_call(
+        &mut self,
+        file: &Path,
+        path: &str,
+        v: &Value,
+        cat: &Catalog,
+    ) -> Option<ExpectedCall> {
         match v {
             Value::String(s) => {
                 let address = self.address(file, path, s, cat)?;
-                Some(ExpectedCall { address, args: BTreeMap::new(), sql: None })
+                Some(ExpectedCall {
+                    address,
+                    args: BTreeMap::new(),
+                    sql: None,
+                })
             }
             Value::Object(o) => {
                 for k in o.keys() {
                     if !matches!(k.as_str(), "address" | "args" | "sql") {
-                        self.err(file, &format!("{path}.{k}"), "unknown field; an expected call has address, args and sql");
+                        self.err(
+                            file,
+                            &format!("{path}.{k}"),
+                            "unknown field; an expected call has address, args and sql",
+                        );
                         return None;
                     }
                 }
@@ -682,19 +907,36 @@ impl Loader {
                     None | Some(Value::Null) => {}
                     Some(Value::Object(m)) => {
                         let schema = cat.schema_of(&address);
-                        let props = schema.as_ref().and_then(|s| s.get("properties")).and_then(Value::as_object);
+                        let props = schema
+                            .as_ref()
+                            .and_then(|s| s.get("properties"))
+                            .and_then(Value::as_object);
                         for (k, val) in m {
                             if !props.is_some_and(|p| p.contains_key(k)) {
-                                let known: Vec<&str> = props.map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-                                self.err(file, &format!("{path}.args.{k}"), format!(
-                                    "`{address}` has no parameter `{k}` (it has: {})",
-                                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                                ));
+                                let known: Vec<&str> = props
+                                    .map(|p| p.keys().map(String::as_str).collect())
+                                    .unwrap_or_default();
+                                self.err(
+                                    file,
+                                    &format!("{path}.args.{k}"),
+                                    format!(
+                                        "`{address}` has no parameter `{k}` (it has: {})",
+                                        if known.is_empty() {
+                                            "none".to_string()
+                                        } else {
+                                            known.join(", ")
+                                        }
+                                    ),
+                                );
                                 continue;
                             }
                             let accepted = match val {
                                 Value::Array(a) if a.is_empty() => {
-                                    self.err(file, &format!("{path}.args.{k}"), "the list of accepted values is empty");
+                                    self.err(
+                                        file,
+                                        &format!("{path}.args.{k}"),
+                                        "the list of accepted values is empty",
+                                    );
                                     continue;
                                 }
                                 Value::Array(a) => a.clone(),
@@ -704,15 +946,25 @@ impl Loader {
                         }
                     }
                     Some(_) => {
-                        self.err(file, &format!("{path}.args"), "args maps each parameter to its accepted values");
+                        self.err(
+                            file,
+                            &format!("{path}.args"),
+                            "args maps each parameter to its accepted values",
+                        );
                         return None;
                     }
                 }
                 let sql = match o.get("sql") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) if matches!(address, Address::Database(_)) => Some(s.clone()),
+                    Some(Value::String(s)) if matches!(address, Address::Database(_)) => {
+                        Some(s.clone())
+                    }
                     Some(Value::String(_)) => {
-                        self.err(file, &format!("{path}.sql"), "sql is only for database:<db>/query expectations");
+                        self.err(
+                            file,
+                            &format!("{path}.sql"),
+                            "sql is only for database:<db>/query expectations",
+                        );
                         return None;
                     }
                     Some(_) => {
@@ -726,7 +978,11 @@ impl Loader {
                 Some(ExpectedCall { address, args, sql })
             }
             _ => {
-                self.err(file, path, "an expected call is an address string or {address, args, sql}");
+                self.err(
+                    file,
+                    path,
+                    "an expected call is an address string or {address, args, sql}",
+                );
                 None
             }
         }
@@ -747,9 +1003,19 @@ impl Loader {
             for (j, c) in q.expect.calls.iter().enumerate() {
                 if let (Address::Database(db), Some(sql)) = (&c.address, &c.sql) {
                     match dbs.query(db, sql) {
-                        Ok(r) if r.rows.is_empty() => self.err(file, &format!("queries[{i}].expect.calls[{j}].sql"), "the reference SQL returns no rows, so it cannot tell right from wrong"),
+                        Ok(r) if r.rows.is_empty() => self.err(
+                            file,
+                            &format!("queries[{i}].expect.calls[{j}].sql"),
+                            "the reference SQL returns no rows, so it cannot tell right from wrong",
+                        ),
                         Ok(_) => {}
-                        Err(e) => self.err_at(file, &format!("queries[{i}].expect.calls[{j}].sql"), sql, 1, format!("the reference SQL fails: {e}")),
+                        Err(e) => self.err_at(
+                            file,
+                            &format!("queries[{i}].expect.calls[{j}].sql"),
+                            sql,
+                            1,
+                            format!("the reference SQL fails: {e}"),
+                        ),
                     }
                 }
             }
@@ -770,8 +1036,14 @@ fn find_line(text: &str, needle: &str, nth: usize) -> Option<usize> {
 /// ` (did you mean …?)` for an address whose container exists.
 fn suggest(a: &Address, cat: &Catalog) -> String {
     let names: Vec<String> = match a {
-        Address::Connector(c, _) => cat.connector(c).map(|c| c.actions.iter().map(|x| x.name.clone()).collect()).unwrap_or_default(),
-        Address::Mcp(s, _) => cat.mcp_server(s).map(|s| s.tools.iter().map(|x| x.name.clone()).collect()).unwrap_or_default(),
+        Address::Connector(c, _) => cat
+            .connector(c)
+            .map(|c| c.actions.iter().map(|x| x.name.clone()).collect())
+            .unwrap_or_default(),
+        Address::Mcp(s, _) => cat
+            .mcp_server(s)
+            .map(|s| s.tools.iter().map(|x| x.name.clone()).collect())
+            .unwrap_or_default(),
         _ => Vec::new(),
     };
     if names.is_empty() {

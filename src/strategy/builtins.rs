@@ -17,9 +17,18 @@ impl Builtins {
         let tools = catalog
             .builtins
             .iter()
-            .map(|b| ToolDef { name: b.name.clone(), description: b.description.clone(), parameters: b.parameters.clone() })
+            .map(|b| ToolDef {
+                name: b.name.clone(),
+                description: b.description.clone(),
+                parameters: b.parameters.clone(),
+            })
             .collect();
-        Builtins { rendered: Rendered { section: String::new(), tools } }
+        Builtins {
+            rendered: Rendered {
+                section: String::new(),
+                tools,
+            },
+        }
     }
 }
 
@@ -33,15 +42,26 @@ impl Strategy for Builtins {
     }
 
     fn shown_up_front(&self) -> Vec<Address> {
-        self.rendered.tools.iter().map(|t| Address::Builtin(t.name.clone())).collect()
+        self.rendered
+            .tools
+            .iter()
+            .map(|t| Address::Builtin(t.name.clone()))
+            .collect()
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
         execute(Address::Builtin(tool.to_string()), args, state, env)
     }
 
-    fn route(&self, target: &ExpectedCall, args: &Value, _state: &State) -> Option<(String, Value)> {
-        let Address::Builtin(n) = &target.address else { return None };
+    fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        _state: &State,
+    ) -> Option<(String, Value)> {
+        let Address::Builtin(n) = &target.address else {
+            return None;
+        };
         Some((n.clone(), args.clone()))
     }
 }

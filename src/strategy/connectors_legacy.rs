@@ -22,11 +22,24 @@ impl ConnectorsLegacy {
         for c in &catalog.connectors {
             for a in &c.actions {
                 let name = legacy_name(&c.name, &a.name);
-                by_tool.insert(name.clone(), Address::Connector(c.name.clone(), a.name.clone()));
-                tools.push(ToolDef { name, description: a.description.clone(), parameters: a.parameters.clone() });
+                by_tool.insert(
+                    name.clone(),
+                    Address::Connector(c.name.clone(), a.name.clone()),
+                );
+                tools.push(ToolDef {
+                    name,
+                    description: a.description.clone(),
+                    parameters: a.parameters.clone(),
+                });
             }
         }
-        ConnectorsLegacy { rendered: Rendered { section: String::new(), tools }, by_tool }
+        ConnectorsLegacy {
+            rendered: Rendered {
+                section: String::new(),
+                tools,
+            },
+            by_tool,
+        }
     }
 }
 
@@ -47,8 +60,15 @@ impl Strategy for ConnectorsLegacy {
         execute(self.by_tool[tool].clone(), args, state, env)
     }
 
-    fn route(&self, target: &ExpectedCall, args: &Value, _state: &State) -> Option<(String, Value)> {
-        let Address::Connector(c, a) = &target.address else { return None };
+    fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        _state: &State,
+    ) -> Option<(String, Value)> {
+        let Address::Connector(c, a) = &target.address else {
+            return None;
+        };
         Some((legacy_name(c, a), args.clone()))
     }
 }

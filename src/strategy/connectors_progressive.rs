@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::{arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
+use super::{
+    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
+};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
@@ -38,7 +40,13 @@ impl<'a> ConnectorsProgressive<'a> {
                 "required": ["subcommand", "connector"]
             }),
         };
-        Ok(ConnectorsProgressive { catalog, rendered: Rendered { section: String::new(), tools: vec![tool] } })
+        Ok(ConnectorsProgressive {
+            catalog,
+            rendered: Rendered {
+                section: String::new(),
+                tools: vec![tool],
+            },
+        })
     }
 }
 
@@ -56,14 +64,23 @@ impl Strategy for ConnectorsProgressive<'_> {
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
-        let (sub, name) = match (arg_str(args, "subcommand", tool), arg_str(args, "connector", tool)) {
+        let (sub, name) = match (
+            arg_str(args, "subcommand", tool),
+            arg_str(args, "connector", tool),
+        ) {
             (Ok(s), Ok(n)) => (s, n),
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(conn) = self.catalog.connector(name) else {
             return Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!("no connector `{name}`; {}", valid("connectors", self.catalog.connectors.iter().map(|c| &c.name))),
+                format!(
+                    "no connector `{name}`; {}",
+                    valid(
+                        "connectors",
+                        self.catalog.connectors.iter().map(|c| &c.name)
+                    )
+                ),
             );
         };
         match sub {
@@ -74,7 +91,11 @@ impl Strategy for ConnectorsProgressive<'_> {
                     .map(|a| json!({"name": a.name, "description": a.description, "method": a.method, "path": a.path, "parameters": a.parameters}))
                     .collect();
                 let content = json!({"connector": conn.name, "description": conn.description, "actions": actions}).to_string();
-                let addrs = conn.actions.iter().map(|a| Address::Connector(conn.name.clone(), a.name.clone())).collect();
+                let addrs = conn
+                    .actions
+                    .iter()
+                    .map(|a| Address::Connector(conn.name.clone(), a.name.clone()))
+                    .collect();
                 Resolution::fetched(content, addrs)
             }
             "execute" => {
@@ -85,11 +106,19 @@ impl Strategy for ConnectorsProgressive<'_> {
                 if !conn.actions.iter().any(|a| a.name == action) {
                     return Resolution::error(
                         ProtocolError::UnknownTarget,
-                        format!("connector `{name}` has no action `{action}`; {}", valid("actions", conn.actions.iter().map(|a| &a.name))),
+                        format!(
+                            "connector `{name}` has no action `{action}`; {}",
+                            valid("actions", conn.actions.iter().map(|a| &a.name))
+                        ),
                     );
                 }
                 let params = args.get("parameters").cloned().unwrap_or_else(|| json!({}));
-                execute(Address::Connector(name.to_string(), action.to_string()), &params, state, env)
+                execute(
+                    Address::Connector(name.to_string(), action.to_string()),
+                    &params,
+                    state,
+                    env,
+                )
             }
             other => Resolution::error(
                 ProtocolError::BadSubcommand,
@@ -99,11 +128,19 @@ impl Strategy for ConnectorsProgressive<'_> {
     }
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Connector(c, a) = &target.address else { return None };
+        let Address::Connector(c, a) = &target.address else {
+            return None;
+        };
         Some(if state.shown.contains(&target.address) {
-            (CONNECTOR.into(), json!({"subcommand": "execute", "connector": c, "action": a, "parameters": args}))
+            (
+                CONNECTOR.into(),
+                json!({"subcommand": "execute", "connector": c, "action": a, "parameters": args}),
+            )
         } else {
-            (CONNECTOR.into(), json!({"subcommand": "discover", "connector": c}))
+            (
+                CONNECTOR.into(),
+                json!({"subcommand": "discover", "connector": c}),
+            )
         })
     }
 }

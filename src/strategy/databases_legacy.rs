@@ -32,7 +32,12 @@ impl<'a> DatabasesLegacy<'a> {
             let tables: Vec<&str> = d.tables.iter().map(|t| t.name.as_str()).collect();
             let cx = json!({"name": d.name, "description": d.description.trim(), "tables": tables});
             let defs = [
-                (Op::ListTables, "list_tables", "database_list_tables.j2", json!({"type": "object", "properties": {}})),
+                (
+                    Op::ListTables,
+                    "list_tables",
+                    "database_list_tables.j2",
+                    json!({"type": "object", "properties": {}}),
+                ),
                 (
                     Op::Describe,
                     "describe_table",
@@ -44,10 +49,21 @@ impl<'a> DatabasesLegacy<'a> {
             for (op, suffix, template, parameters) in defs {
                 let name = legacy_name(&d.name, suffix);
                 by_tool.insert(name.clone(), (d.name.clone(), op));
-                tools.push(ToolDef { name, description: t.render(template, &cx)?, parameters });
+                tools.push(ToolDef {
+                    name,
+                    description: t.render(template, &cx)?,
+                    parameters,
+                });
             }
         }
-        Ok(DatabasesLegacy { catalog, rendered: Rendered { section: String::new(), tools }, by_tool })
+        Ok(DatabasesLegacy {
+            catalog,
+            rendered: Rendered {
+                section: String::new(),
+                tools,
+            },
+            by_tool,
+        })
     }
 }
 
@@ -61,12 +77,19 @@ impl Strategy for DatabasesLegacy<'_> {
     }
 
     fn shown_up_front(&self) -> Vec<Address> {
-        self.catalog.databases.iter().map(|d| Address::Database(d.name.clone())).collect()
+        self.catalog
+            .databases
+            .iter()
+            .map(|d| Address::Database(d.name.clone()))
+            .collect()
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
         let (db_name, op) = &self.by_tool[tool];
-        let db = self.catalog.database(db_name).expect("tool built from the catalog");
+        let db = self
+            .catalog
+            .database(db_name)
+            .expect("tool built from the catalog");
         match op {
             Op::ListTables => Resolution::fetched(list_tables(db), Vec::new()),
             Op::Describe => {
@@ -83,8 +106,15 @@ impl Strategy for DatabasesLegacy<'_> {
         }
     }
 
-    fn route(&self, target: &ExpectedCall, args: &Value, _state: &State) -> Option<(String, Value)> {
-        let Address::Database(d) = &target.address else { return None };
+    fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        _state: &State,
+    ) -> Option<(String, Value)> {
+        let Address::Database(d) = &target.address else {
+            return None;
+        };
         let sql = args.get("sql").cloned().unwrap_or(Value::Null);
         Some((legacy_name(d, "query"), json!({"sql": sql})))
     }

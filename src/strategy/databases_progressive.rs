@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::{arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
+use super::{
+    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
+};
 use crate::catalog::{Address, Catalog, Database, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
@@ -46,7 +48,13 @@ impl<'a> DatabasesProgressive<'a> {
                 "required": ["subcommand", "database"]
             }),
         };
-        Ok(DatabasesProgressive { catalog, rendered: Rendered { section: String::new(), tools: vec![tool] } })
+        Ok(DatabasesProgressive {
+            catalog,
+            rendered: Rendered {
+                section: String::new(),
+                tools: vec![tool],
+            },
+        })
     }
 }
 
@@ -61,7 +69,11 @@ fn more(n: usize) -> String {
 
 /// `{database, tables: [{name, description}]}`.
 pub fn list_tables(d: &Database) -> String {
-    let tables: Vec<Value> = d.tables.iter().map(|t| json!({"name": t.name, "description": t.description})).collect();
+    let tables: Vec<Value> = d
+        .tables
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description}))
+        .collect();
     json!({"database": d.name, "tables": tables}).to_string()
 }
 
@@ -84,7 +96,11 @@ pub fn describe(d: &Database, table: Option<&str>) -> Option<String> {
 pub fn unknown_table(d: &Database, table: &str) -> Resolution {
     Resolution::error(
         ProtocolError::UnknownTarget,
-        format!("database `{}` has no table `{table}`; {}", d.name, valid("tables", d.tables.iter().map(|t| &t.name))),
+        format!(
+            "database `{}` has no table `{table}`; {}",
+            d.name,
+            valid("tables", d.tables.iter().map(|t| &t.name))
+        ),
     )
 }
 
@@ -102,22 +118,33 @@ impl Strategy for DatabasesProgressive<'_> {
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
-        let (sub, name) = match (arg_str(args, "subcommand", tool), arg_str(args, "database", tool)) {
+        let (sub, name) = match (
+            arg_str(args, "subcommand", tool),
+            arg_str(args, "database", tool),
+        ) {
             (Ok(s), Ok(n)) => (s, n),
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(db) = self.catalog.database(name) else {
             return Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!("no database `{name}`; {}", valid("databases", self.catalog.databases.iter().map(|d| &d.name))),
+                format!(
+                    "no database `{name}`; {}",
+                    valid("databases", self.catalog.databases.iter().map(|d| &d.name))
+                ),
             );
         };
         match sub {
             "list_tables" => Resolution::fetched(list_tables(db), Vec::new()),
             "discover" => {
-                let table = args.get("table").and_then(Value::as_str).filter(|s| !s.is_empty());
+                let table = args
+                    .get("table")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty());
                 match describe(db, table) {
-                    Some(content) => Resolution::fetched(content, vec![Address::Database(db.name.clone())]),
+                    Some(content) => {
+                        Resolution::fetched(content, vec![Address::Database(db.name.clone())])
+                    }
                     None => unknown_table(db, table.unwrap_or_default()),
                 }
             }
@@ -126,22 +153,37 @@ impl Strategy for DatabasesProgressive<'_> {
                     Ok(s) => s,
                     Err(r) => return r,
                 };
-                execute(Address::Database(db.name.clone()), &json!({"sql": sql}), state, env)
+                execute(
+                    Address::Database(db.name.clone()),
+                    &json!({"sql": sql}),
+                    state,
+                    env,
+                )
             }
             other => Resolution::error(
                 ProtocolError::BadSubcommand,
-                format!("unknown subcommand `{other}`; valid subcommands: list_tables, discover, query"),
+                format!(
+                    "unknown subcommand `{other}`; valid subcommands: list_tables, discover, query"
+                ),
             ),
         }
     }
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Database(d) = &target.address else { return None };
+        let Address::Database(d) = &target.address else {
+            return None;
+        };
         Some(if state.shown.contains(&target.address) {
             let sql = args.get("sql").cloned().unwrap_or(Value::Null);
-            (DATABASE.into(), json!({"subcommand": "query", "database": d, "sql": sql}))
+            (
+                DATABASE.into(),
+                json!({"subcommand": "query", "database": d, "sql": sql}),
+            )
         } else {
-            (DATABASE.into(), json!({"subcommand": "discover", "database": d}))
+            (
+                DATABASE.into(),
+                json!({"subcommand": "discover", "database": d}),
+            )
         })
     }
 }

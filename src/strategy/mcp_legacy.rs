@@ -22,10 +22,20 @@ impl McpLegacy {
             for t in &s.tools {
                 let name = legacy_name(&s.name, &t.name);
                 by_tool.insert(name.clone(), Address::Mcp(s.name.clone(), t.name.clone()));
-                tools.push(ToolDef { name, description: t.description.clone(), parameters: t.input_schema.clone() });
+                tools.push(ToolDef {
+                    name,
+                    description: t.description.clone(),
+                    parameters: t.input_schema.clone(),
+                });
             }
         }
-        McpLegacy { rendered: Rendered { section: String::new(), tools }, by_tool }
+        McpLegacy {
+            rendered: Rendered {
+                section: String::new(),
+                tools,
+            },
+            by_tool,
+        }
     }
 }
 
@@ -46,8 +56,15 @@ impl Strategy for McpLegacy {
         execute(self.by_tool[tool].clone(), args, state, env)
     }
 
-    fn route(&self, target: &ExpectedCall, args: &Value, _state: &State) -> Option<(String, Value)> {
-        let Address::Mcp(s, t) = &target.address else { return None };
+    fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        _state: &State,
+    ) -> Option<(String, Value)> {
+        let Address::Mcp(s, t) = &target.address else {
+            return None;
+        };
         Some((legacy_name(s, t), args.clone()))
     }
 }

@@ -4,7 +4,9 @@
 
 use serde_json::{json, Value};
 
-use super::{arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
+use super::{
+    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
+};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
@@ -23,7 +25,11 @@ impl<'a> McpProgressive<'a> {
             .iter()
             .map(|s| json!({"name": s.name, "description": s.description.trim(), "tools": s.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))
             .collect();
-        let names: Vec<&str> = catalog.mcp_servers.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = catalog
+            .mcp_servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect();
         let tool = ToolDef {
             name: MCP.into(),
             description: t.render("mcp.j2", json!({"servers": stubs}))?,
@@ -38,7 +44,13 @@ impl<'a> McpProgressive<'a> {
                 "required": ["subcommand", "server"]
             }),
         };
-        Ok(McpProgressive { catalog, rendered: Rendered { section: String::new(), tools: vec![tool] } })
+        Ok(McpProgressive {
+            catalog,
+            rendered: Rendered {
+                section: String::new(),
+                tools: vec![tool],
+            },
+        })
     }
 }
 
@@ -56,14 +68,20 @@ impl Strategy for McpProgressive<'_> {
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
-        let (sub, name) = match (arg_str(args, "subcommand", tool), arg_str(args, "server", tool)) {
+        let (sub, name) = match (
+            arg_str(args, "subcommand", tool),
+            arg_str(args, "server", tool),
+        ) {
             (Ok(s), Ok(n)) => (s, n),
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(server) = self.catalog.mcp_server(name) else {
             return Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!("no MCP server `{name}`; {}", valid("servers", self.catalog.mcp_servers.iter().map(|s| &s.name))),
+                format!(
+                    "no MCP server `{name}`; {}",
+                    valid("servers", self.catalog.mcp_servers.iter().map(|s| &s.name))
+                ),
             );
         };
         match sub {
@@ -74,7 +92,11 @@ impl Strategy for McpProgressive<'_> {
                     .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
                     .collect();
                 let content = json!({"server": server.name, "tools": tools}).to_string();
-                let addrs = server.tools.iter().map(|t| Address::Mcp(server.name.clone(), t.name.clone())).collect();
+                let addrs = server
+                    .tools
+                    .iter()
+                    .map(|t| Address::Mcp(server.name.clone(), t.name.clone()))
+                    .collect();
                 Resolution::fetched(content, addrs)
             }
             "call" => {
@@ -85,11 +107,19 @@ impl Strategy for McpProgressive<'_> {
                 if !server.tools.iter().any(|x| x.name == t) {
                     return Resolution::error(
                         ProtocolError::UnknownTarget,
-                        format!("server `{name}` has no tool `{t}`; {}", valid("tools", server.tools.iter().map(|x| &x.name))),
+                        format!(
+                            "server `{name}` has no tool `{t}`; {}",
+                            valid("tools", server.tools.iter().map(|x| &x.name))
+                        ),
                     );
                 }
                 let a = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
-                execute(Address::Mcp(name.to_string(), t.to_string()), &a, state, env)
+                execute(
+                    Address::Mcp(name.to_string(), t.to_string()),
+                    &a,
+                    state,
+                    env,
+                )
             }
             other => Resolution::error(
                 ProtocolError::BadSubcommand,
@@ -99,9 +129,14 @@ impl Strategy for McpProgressive<'_> {
     }
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Mcp(s, t) = &target.address else { return None };
+        let Address::Mcp(s, t) = &target.address else {
+            return None;
+        };
         Some(if state.shown.contains(&target.address) {
-            (MCP.into(), json!({"subcommand": "call", "server": s, "tool": t, "arguments": args}))
+            (
+                MCP.into(),
+                json!({"subcommand": "call", "server": s, "tool": t, "arguments": args}),
+            )
         } else {
             (MCP.into(), json!({"subcommand": "discover", "server": s}))
         })

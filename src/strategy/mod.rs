@@ -76,7 +76,9 @@ pub enum ProtocolError {
 #[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
     /// Protocol: definitions (or catalog listings) entered the context.
-    Fetched { addresses: Vec<Address> },
+    Fetched {
+        addresses: Vec<Address>,
+    },
     /// A real call, with the arguments it was made with.
     Executed {
         address: Address,
@@ -88,7 +90,9 @@ pub enum Effect {
         #[serde(skip)]
         sql_result: Option<Result<QueryResult, String>>,
     },
-    Error { error: ProtocolError },
+    Error {
+        error: ProtocolError,
+    },
 }
 
 /// The answer to one call: the text returned to the model, and what it meant.
@@ -107,7 +111,10 @@ impl Resolution {
     }
 
     pub fn fetched(content: String, addresses: Vec<Address>) -> Resolution {
-        Resolution { content, effect: Effect::Fetched { addresses } }
+        Resolution {
+            content,
+            effect: Effect::Fetched { addresses },
+        }
     }
 }
 
@@ -164,13 +171,17 @@ impl<'a> Composite<'a> {
         if catalog.has(Kind::Connectors) {
             parts.push(match mode.connectors {
                 Disclosure::Legacy => Box::new(connectors_legacy::ConnectorsLegacy::new(catalog)),
-                _ => Box::new(connectors_progressive::ConnectorsProgressive::new(catalog, t)?),
+                _ => Box::new(connectors_progressive::ConnectorsProgressive::new(
+                    catalog, t,
+                )?),
             });
         }
         if catalog.has(Kind::Databases) {
             parts.push(match mode.databases {
                 Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(catalog, t)?),
-                _ => Box::new(databases_progressive::DatabasesProgressive::new(catalog, t)?),
+                _ => Box::new(databases_progressive::DatabasesProgressive::new(
+                    catalog, t,
+                )?),
             });
         }
         if catalog.has(Kind::Mcp) {
@@ -191,7 +202,10 @@ impl<'a> Composite<'a> {
             .map(|p| p.render().section.as_str())
             .filter(|s| !s.is_empty())
             .collect();
-        let system = t.render("system.j2", json!({"instructions": instructions, "sections": sections}))?;
+        let system = t.render(
+            "system.j2",
+            json!({"instructions": instructions, "sections": sections}),
+        )?;
         let mut tools = Vec::new();
         let mut owner = HashMap::new();
         for (i, p) in parts.iter().enumerate() {
@@ -200,7 +214,16 @@ impl<'a> Composite<'a> {
                 tools.push(tool.clone());
             }
         }
-        Ok(Composite { mode, catalog, parts, system, tools, owner, selection, templates })
+        Ok(Composite {
+            mode,
+            catalog,
+            parts,
+            system,
+            tools,
+            owner,
+            selection,
+            templates,
+        })
     }
 
     pub fn system(&self) -> &str {
@@ -249,8 +272,14 @@ impl<'a> Composite<'a> {
         match &state.active {
             None => self.tools.clone(),
             Some(active) => {
-                let mut v: Vec<ToolDef> = self.tools.iter().filter(|t| active.contains(&t.name)).cloned().collect();
-                if let Some(rt) = selection::request_tools_def(&self.tools, active, self.templates) {
+                let mut v: Vec<ToolDef> = self
+                    .tools
+                    .iter()
+                    .filter(|t| active.contains(&t.name))
+                    .cloned()
+                    .collect();
+                if let Some(rt) = selection::request_tools_def(&self.tools, active, self.templates)
+                {
                     v.push(rt);
                 }
                 v
@@ -260,7 +289,11 @@ impl<'a> Composite<'a> {
 
     /// The context of the next request.
     pub fn context(&self, state: &State, messages: &[Message]) -> Context {
-        Context { system: self.system.clone(), tools: self.visible_tools(state), messages: messages.to_vec() }
+        Context {
+            system: self.system.clone(),
+            tools: self.visible_tools(state),
+            messages: messages.to_vec(),
+        }
     }
 
     /// The selection step's request: every tool, short, and the query.
@@ -282,10 +315,18 @@ impl<'a> Composite<'a> {
     fn mark_active_shown(&self, state: &mut State) {
         let fresh = self.new_state();
         let active = state.active.clone();
-        let mut shown: HashSet<Address> = state.shown.iter().filter(|a| !fresh.shown.contains(a)).cloned().collect();
+        let mut shown: HashSet<Address> = state
+            .shown
+            .iter()
+            .filter(|a| !fresh.shown.contains(a))
+            .cloned()
+            .collect();
         for a in fresh.shown {
             let tool = self.top_level_tool_of(&a);
-            if active.as_ref().is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t))) {
+            if active
+                .as_ref()
+                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t)))
+            {
                 shown.insert(a);
             }
         }
@@ -294,9 +335,18 @@ impl<'a> Composite<'a> {
 
     /// The top-level tool through which `address` is reached first.
     fn top_level_tool_of(&self, address: &Address) -> Option<String> {
-        let target = ExpectedCall { address: address.clone(), args: Default::default(), sql: None };
-        let probe = State { active: None, ..State::default() };
-        self.part_for(address)?.route(&target, &json!({}), &probe).map(|(t, _)| t)
+        let target = ExpectedCall {
+            address: address.clone(),
+            args: Default::default(),
+            sql: None,
+        };
+        let probe = State {
+            active: None,
+            ..State::default()
+        };
+        self.part_for(address)?
+            .route(&target, &json!({}), &probe)
+            .map(|(t, _)| t)
     }
 
     fn part_for(&self, address: &Address) -> Option<&dyn Strategy> {
@@ -307,16 +357,32 @@ impl<'a> Composite<'a> {
             Address::Mcp(..) => Some(Kind::Mcp),
             Address::Builtin(_) => None,
         };
-        self.parts.iter().find(|p| p.kind() == kind).map(|b| b.as_ref())
+        self.parts
+            .iter()
+            .find(|p| p.kind() == kind)
+            .map(|b| b.as_ref())
     }
 
     /// Answers one call of the model.
     pub fn resolve(&self, call: &ToolCall, state: &mut State, databases: &Databases) -> Resolution {
-        let env = Env { catalog: self.catalog, databases };
+        let env = Env {
+            catalog: self.catalog,
+            databases,
+        };
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(v @ Value::Object(_)) => v,
-            Ok(_) => return Resolution::error(ProtocolError::SchemaViolation, "arguments must be a JSON object"),
-            Err(e) => return Resolution::error(ProtocolError::SchemaViolation, format!("arguments are not valid JSON: {e}")),
+            Ok(_) => {
+                return Resolution::error(
+                    ProtocolError::SchemaViolation,
+                    "arguments must be a JSON object",
+                )
+            }
+            Err(e) => {
+                return Resolution::error(
+                    ProtocolError::SchemaViolation,
+                    format!("arguments are not valid JSON: {e}"),
+                )
+            }
         };
         if call.name == selection::REQUEST_TOOLS {
             if let Some(active) = &state.active {
@@ -345,14 +411,21 @@ impl<'a> Composite<'a> {
             let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
             return Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!("unknown tool `{}`; available tools: {}", call.name, names.join(", ")),
+                format!(
+                    "unknown tool `{}`; available tools: {}",
+                    call.name,
+                    names.join(", ")
+                ),
             );
         };
         if let Some(active) = &state.active {
             if !active.contains(&call.name) {
                 return Resolution::error(
                     ProtocolError::NotLoaded,
-                    format!("tool `{}` is not loaded; call request_tools with its name first", call.name),
+                    format!(
+                        "tool `{}` is not loaded; call request_tools with its name first",
+                        call.name
+                    ),
                 );
             }
         }
@@ -375,11 +448,19 @@ impl<'a> Composite<'a> {
 
     /// The oracle's next call toward `target`, through `request_tools` when the tool it
     /// needs is not loaded. `None` when the target needs no (further) call.
-    pub fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
+    pub fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        state: &State,
+    ) -> Option<(String, Value)> {
         let (tool, a) = self.part_for(&target.address)?.route(target, args, state)?;
         if let Some(active) = &state.active {
             if !active.contains(&tool) {
-                return Some((selection::REQUEST_TOOLS.to_string(), json!({"tool_names": [tool]})));
+                return Some((
+                    selection::REQUEST_TOOLS.to_string(),
+                    json!({"tool_names": [tool]}),
+                ));
             }
         }
         Some((tool, a))
@@ -390,7 +471,10 @@ impl<'a> Composite<'a> {
         let probe = State::default();
         let mut out: Vec<String> = Vec::new();
         for t in targets {
-            if let Some((tool, _)) = self.part_for(&t.address).and_then(|p| p.route(t, &json!({}), &probe)) {
+            if let Some((tool, _)) = self
+                .part_for(&t.address)
+                .and_then(|p| p.route(t, &json!({}), &probe))
+            {
                 if !out.contains(&tool) {
                     out.push(tool);
                 }
@@ -418,13 +502,23 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
         };
         (content, Some(r))
     } else if !schema_errors.is_empty() {
-        (json!({"error": format!("invalid arguments: {}", schema_errors.join("; "))}).to_string(), None)
+        (
+            json!({"error": format!("invalid arguments: {}", schema_errors.join("; "))})
+                .to_string(),
+            None,
+        )
     } else {
         (fixture_response(env.catalog, &address).to_string(), None)
     };
     Resolution {
         content,
-        effect: Effect::Executed { address, args: args.clone(), schema_errors, blind, sql_result },
+        effect: Effect::Executed {
+            address,
+            args: args.clone(),
+            schema_errors,
+            blind,
+            sql_result,
+        },
     }
 }
 
@@ -453,8 +547,16 @@ pub(crate) fn valid(what: &str, names: impl IntoIterator<Item = impl AsRef<str>>
 }
 
 /// A string argument, or a protocol error naming it.
+// The error is the reply to the model, made at most once per call: size does not matter.
+#[allow(clippy::result_large_err)]
 pub(crate) fn arg_str<'v>(args: &'v Value, key: &str, tool: &str) -> Result<&'v str, Resolution> {
-    args.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| {
-        Resolution::error(ProtocolError::SchemaViolation, format!("`{tool}` needs a string `{key}`"))
-    })
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| {
+            Resolution::error(
+                ProtocolError::SchemaViolation,
+                format!("`{tool}` needs a string `{key}`"),
+            )
+        })
 }

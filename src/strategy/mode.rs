@@ -134,7 +134,10 @@ impl Mode {
         let mut any = false;
         for (kind, var) in ENV_VARS {
             if let Some(v) = get(var).filter(|v| !v.trim().is_empty()) {
-                mode.set(kind, Disclosure::parse_for(kind, &v).map_err(|e| format!("{var}: {e}"))?);
+                mode.set(
+                    kind,
+                    Disclosure::parse_for(kind, &v).map_err(|e| format!("{var}: {e}"))?,
+                );
                 any = true;
             }
         }
@@ -233,8 +236,12 @@ mod tests {
 
     #[test]
     fn bad_specs_name_the_problem() {
-        assert!(Mode::parse("skills=legacy").unwrap_err().contains("progressive or inline"));
-        assert!(Mode::parse("tools=legacy").unwrap_err().contains("unknown kind"));
+        assert!(Mode::parse("skills=legacy")
+            .unwrap_err()
+            .contains("progressive or inline"));
+        assert!(Mode::parse("tools=legacy")
+            .unwrap_err()
+            .contains("unknown kind"));
         assert!(Mode::parse("fast").unwrap_err().contains("unknown mode"));
     }
 

@@ -29,18 +29,32 @@ pub struct SelectionConfig {
 
 impl Default for SelectionConfig {
     fn default() -> Self {
-        SelectionConfig { threshold: 12, max: 6 }
+        SelectionConfig {
+            threshold: 12,
+            max: 6,
+        }
     }
 }
 
 /// The selection request: every tool with a short description, then the query.
-pub fn context(tools: &[ToolDef], query: &str, cfg: SelectionConfig, t: &Templates) -> Result<Context, String> {
+pub fn context(
+    tools: &[ToolDef],
+    query: &str,
+    cfg: SelectionConfig,
+    t: &Templates,
+) -> Result<Context, String> {
     let list: Vec<Value> = tools
         .iter()
         .map(|x| json!({"name": x.name, "short": shorten(first_line(&x.description), SELECTION_CHARS)}))
         .collect();
     let system = t.render("selection.j2", json!({"tools": list, "max": cfg.max}))?;
-    Ok(Context { system, tools: Vec::new(), messages: vec![Message::User { content: query.to_string() }] })
+    Ok(Context {
+        system,
+        tools: Vec::new(),
+        messages: vec![Message::User {
+            content: query.to_string(),
+        }],
+    })
 }
 
 fn first_line(s: &str) -> &str {
@@ -66,7 +80,11 @@ pub fn parse_answer(answer: &str, tools: &[ToolDef], max: usize) -> Option<Vec<S
 }
 
 /// The `request_tools` definition listing the tools not loaded; `None` when all are.
-pub fn request_tools_def(tools: &[ToolDef], active: &BTreeSet<String>, t: &Templates) -> Option<ToolDef> {
+pub fn request_tools_def(
+    tools: &[ToolDef],
+    active: &BTreeSet<String>,
+    t: &Templates,
+) -> Option<ToolDef> {
     let unloaded: Vec<&ToolDef> = tools.iter().filter(|x| !active.contains(&x.name)).collect();
     if unloaded.is_empty() {
         return None;
@@ -91,24 +109,37 @@ pub fn request_tools_def(tools: &[ToolDef], active: &BTreeSet<String>, t: &Templ
 /// Loads the named tools from the next turn on.
 pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution {
     let Some(names) = args.get("tool_names").and_then(Value::as_array) else {
-        return Resolution::error(ProtocolError::SchemaViolation, "`request_tools` needs `tool_names`, a list of tool names");
+        return Resolution::error(
+            ProtocolError::SchemaViolation,
+            "`request_tools` needs `tool_names`, a list of tool names",
+        );
     };
     let active = state.active.get_or_insert_with(BTreeSet::new);
     let mut loaded = Vec::new();
     for n in names {
         let Some(n) = n.as_str() else {
-            return Resolution::error(ProtocolError::SchemaViolation, "`tool_names` must be strings");
+            return Resolution::error(
+                ProtocolError::SchemaViolation,
+                "`tool_names` must be strings",
+            );
         };
         if !tools.iter().any(|t| t.name == n) {
-            let unloaded = tools.iter().filter(|t| !active.contains(&t.name)).map(|t| &t.name);
-            return Resolution::error(ProtocolError::UnknownTarget, format!("no tool `{n}`; {}", valid("tools", unloaded)));
+            let unloaded = tools
+                .iter()
+                .filter(|t| !active.contains(&t.name))
+                .map(|t| &t.name);
+            return Resolution::error(
+                ProtocolError::UnknownTarget,
+                format!("no tool `{n}`; {}", valid("tools", unloaded)),
+            );
         }
         if active.insert(n.to_string()) {
             loaded.push(n);
         }
     }
     Resolution::fetched(
-        json!({"loaded": loaded, "note": "The tools are available from your next turn on."}).to_string(),
+        json!({"loaded": loaded, "note": "The tools are available from your next turn on."})
+            .to_string(),
         Vec::new(),
     )
 }

@@ -21,7 +21,10 @@ impl SkillsInline {
         let section = t.render("skills_inline.j2", json!({"skills": skills}))?;
         Ok(SkillsInline {
             names: catalog.skills.iter().map(|s| s.name.clone()).collect(),
-            rendered: Rendered { section, tools: Vec::new() },
+            rendered: Rendered {
+                section,
+                tools: Vec::new(),
+            },
         })
     }
 }
@@ -36,14 +39,22 @@ impl Strategy for SkillsInline {
     }
 
     fn shown_up_front(&self) -> Vec<Address> {
-        self.names.iter().map(|n| Address::Skill(n.clone())).collect()
+        self.names
+            .iter()
+            .map(|n| Address::Skill(n.clone()))
+            .collect()
     }
 
     fn resolve(&self, tool: &str, _args: &Value, _state: &mut State, _env: &Env) -> Resolution {
         unreachable!("inline skills own no tool, so `{tool}` is never routed here")
     }
 
-    fn route(&self, _target: &ExpectedCall, _args: &Value, _state: &State) -> Option<(String, Value)> {
+    fn route(
+        &self,
+        _target: &ExpectedCall,
+        _args: &Value,
+        _state: &State,
+    ) -> Option<(String, Value)> {
         None
     }
 }

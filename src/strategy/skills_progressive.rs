@@ -36,7 +36,13 @@ impl<'a> SkillsProgressive<'a> {
                 "required": ["name"]
             }),
         };
-        Ok(SkillsProgressive { catalog, rendered: Rendered { section, tools: vec![tool] } })
+        Ok(SkillsProgressive {
+            catalog,
+            rendered: Rendered {
+                section,
+                tools: vec![tool],
+            },
+        })
     }
 }
 
@@ -62,13 +68,24 @@ impl Strategy for SkillsProgressive<'_> {
             Some(s) => Resolution::fetched(s.content.clone(), vec![Address::Skill(s.name.clone())]),
             None => Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!("no skill `{name}`; {}", valid("names", self.catalog.skills.iter().map(|s| &s.name))),
+                format!(
+                    "no skill `{name}`; {}",
+                    valid("names", self.catalog.skills.iter().map(|s| &s.name))
+                ),
             ),
         }
     }
 
-    fn route(&self, target: &ExpectedCall, _args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Skill(name) = &target.address else { return None };
-        (!state.loaded_skills.contains(name)).then(|| (READ_SKILL.to_string(), json!({"name": name})))
+    fn route(
+        &self,
+        target: &ExpectedCall,
+        _args: &Value,
+        state: &State,
+    ) -> Option<(String, Value)> {
+        let Address::Skill(name) = &target.address else {
+            return None;
+        };
+        (!state.loaded_skills.contains(name))
+            .then(|| (READ_SKILL.to_string(), json!({"name": name})))
     }
 }

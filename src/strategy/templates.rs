@@ -10,17 +10,41 @@ use serde::Serialize;
 /// The template files, by name, with their built-in text.
 pub const BUILTIN: [(&str, &str); 13] = [
     ("system.j2", include_str!("../../templates/system.j2")),
-    ("default_instructions.txt", include_str!("../../templates/default_instructions.txt")),
-    ("skills_progressive.j2", include_str!("../../templates/skills_progressive.j2")),
-    ("skills_inline.j2", include_str!("../../templates/skills_inline.j2")),
-    ("read_skill.j2", include_str!("../../templates/read_skill.j2")),
+    (
+        "default_instructions.txt",
+        include_str!("../../templates/default_instructions.txt"),
+    ),
+    (
+        "skills_progressive.j2",
+        include_str!("../../templates/skills_progressive.j2"),
+    ),
+    (
+        "skills_inline.j2",
+        include_str!("../../templates/skills_inline.j2"),
+    ),
+    (
+        "read_skill.j2",
+        include_str!("../../templates/read_skill.j2"),
+    ),
     ("connector.j2", include_str!("../../templates/connector.j2")),
     ("database.j2", include_str!("../../templates/database.j2")),
-    ("database_list_tables.j2", include_str!("../../templates/database_list_tables.j2")),
-    ("database_describe_table.j2", include_str!("../../templates/database_describe_table.j2")),
-    ("database_query.j2", include_str!("../../templates/database_query.j2")),
+    (
+        "database_list_tables.j2",
+        include_str!("../../templates/database_list_tables.j2"),
+    ),
+    (
+        "database_describe_table.j2",
+        include_str!("../../templates/database_describe_table.j2"),
+    ),
+    (
+        "database_query.j2",
+        include_str!("../../templates/database_query.j2"),
+    ),
     ("mcp.j2", include_str!("../../templates/mcp.j2")),
-    ("request_tools.j2", include_str!("../../templates/request_tools.j2")),
+    (
+        "request_tools.j2",
+        include_str!("../../templates/request_tools.j2"),
+    ),
     ("selection.j2", include_str!("../../templates/selection.j2")),
 ];
 
@@ -47,8 +71,10 @@ impl Templates {
                 .map_err(|e| format!("template syntax: {e}"))?,
         );
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        let mut sources: Vec<(String, String)> =
-            BUILTIN.iter().map(|(n, s)| (n.to_string(), s.to_string())).collect();
+        let mut sources: Vec<(String, String)> = BUILTIN
+            .iter()
+            .map(|(n, s)| (n.to_string(), s.to_string()))
+            .collect();
         if let Some(dir) = dir {
             let entries = std::fs::read_dir(dir)
                 .map_err(|e| format!("{}: cannot read template directory: {e}", dir.display()))?;
@@ -58,7 +84,11 @@ impl Templates {
                     return Err(format!(
                         "{}: `{name}` is not a template name (known: {})",
                         dir.display(),
-                        BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                        BUILTIN
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 };
                 slot.1 = std::fs::read_to_string(e.path())
@@ -74,7 +104,10 @@ impl Templates {
 
     /// Renders a template; the result is trimmed of surrounding whitespace.
     pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String, String> {
-        let t = self.env.get_template(name).map_err(|e| format!("template {name}: {e}"))?;
+        let t = self
+            .env
+            .get_template(name)
+            .map_err(|e| format!("template {name}: {e}"))?;
         t.render(minijinja::value::Serde(ctx))
             .map(|s| s.trim().to_string())
             .map_err(|e| format!("template {name}: {e:#}"))
