@@ -117,7 +117,7 @@ pub fn render(rows: &[Row]) -> String {
                 format!("{:.0}", r.first_turn),
                 format!("{:.0}", r.billed_input),
                 r.savings
-                    .map(|s| format!("{:+.1}%", -s * 100.0))
+                    .map(|s| format!("{:+.1}%", -s * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),
                 r.protocol_errors.to_string(),
             ]
