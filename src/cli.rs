@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::compare;
 use crate::error::InputErrors;
 use crate::exit;
-use crate::report::table;
+use crate::report::{self, table};
 use crate::runner::events::{Collector, JsonlWriter, Progress};
 use crate::runner::{self, Listener, RunConfig, DEFAULT_MAX_TURNS};
 use crate::scenario::{self, FileKind, Scenario};
@@ -36,6 +37,36 @@ pub enum Command {
     Tokens(TokensArgs),
     /// Check scenario, catalog-fragment and MCP-dump files without running anything.
     Validate(ValidateArgs),
+    /// Re-render every report of a run from its outcomes.jsonl (no model is called).
+    Report(ReportArgs),
+    /// Judge a run against a baseline; exit 1 on any regression.
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run directory (holding outcomes.jsonl).
+    pub run_dir: PathBuf,
+    /// A baseline run directory or summary.json to compare with.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline: a run directory or a summary.json.
+    pub baseline: PathBuf,
+    /// Current: a run directory or a summary.json.
+    pub current: PathBuf,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+    /// Where to write the verdict as Markdown [default: CURRENT/compare.md when CURRENT is a directory]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -83,6 +114,12 @@ pub struct RunArgs {
     /// Never draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
+    /// Compare the run with this baseline (run directory or summary.json); exit 1 on regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -143,6 +180,8 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Run(a) => run(a, env, out),
         Command::Tokens(a) => tokens(a, out),
         Command::Validate(a) => validate(a, out),
+        Command::Report(a) => report_cmd(a, out),
+        Command::Compare(a) => compare_cmd(a, out),
     }
 }
 
@@ -216,6 +255,14 @@ fn prepare(c: &Common) -> Result<Prepared, Failure> {
 
 fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let p = prepare(&a.common)?;
+    let thresholds = compare::thresholds(&a.thresholds)
+        .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
+    let baseline = match &a.baseline {
+        Some(b) => {
+            Some(compare::load_side(b).map_err(|e| Failure::Usage(format!("--baseline: {e:#}")))?)
+        }
+        None => None,
+    };
     let models = if a.models.is_empty() {
         vec!["oracle".to_string(), "lexical".to_string()]
     } else {
@@ -271,7 +318,74 @@ fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32
         dir.join("outcomes.jsonl").display()
     )
     .map_err(|e| Failure::Infra(e.into()))?;
+    finish_report(&dir, baseline.as_ref(), &thresholds, out)
+}
+
+/// Aggregates a run directory, writes every report file, and judges it against the
+/// baseline when there is one. Returns the exit code.
+fn finish_report(
+    dir: &std::path::Path,
+    baseline: Option<&crate::aggregate::Summary>,
+    thresholds: &std::collections::BTreeMap<String, f64>,
+    out: &mut dyn std::io::Write,
+) -> Result<i32, Failure> {
+    let summary = report::summarize_run(dir).map_err(Failure::Infra)?;
+    let comparison = baseline.map(|b| compare::compare(b, &summary, thresholds));
+    report::write_all(dir, &summary, comparison.as_ref()).map_err(Failure::Infra)?;
+    let io = |e: std::io::Error| Failure::Infra(e.into());
+    writeln!(out, "report: {}", dir.join("index.html").display()).map_err(io)?;
+    if let Some(c) = &comparison {
+        let md = compare::markdown(c);
+        report::write_atomic(&dir.join("compare.md"), md.as_bytes()).map_err(Failure::Infra)?;
+        writeln!(out, "\n{md}").map_err(io)?;
+        if c.regressed() {
+            return Ok(exit::REGRESSION);
+        }
+    }
     Ok(exit::OK)
+}
+
+fn report_cmd(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    let thresholds = compare::thresholds(&a.thresholds)
+        .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
+    if !a.run_dir.join("outcomes.jsonl").is_file() {
+        return Err(Failure::Usage(format!(
+            "{} holds no outcomes.jsonl",
+            a.run_dir.display()
+        )));
+    }
+    let baseline = match &a.baseline {
+        Some(b) => {
+            Some(compare::load_side(b).map_err(|e| Failure::Usage(format!("--baseline: {e:#}")))?)
+        }
+        None => None,
+    };
+    finish_report(&a.run_dir, baseline.as_ref(), &thresholds, out)
+}
+
+fn compare_cmd(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    let thresholds = compare::thresholds(&a.thresholds)
+        .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
+    let base =
+        compare::load_side(&a.baseline).map_err(|e| Failure::Usage(format!("baseline: {e:#}")))?;
+    let cur =
+        compare::load_side(&a.current).map_err(|e| Failure::Usage(format!("current: {e:#}")))?;
+    let c = compare::compare(&base, &cur, &thresholds);
+    let md = compare::markdown(&c);
+    let target = a
+        .out
+        .clone()
+        .or_else(|| a.current.is_dir().then(|| a.current.join("compare.md")));
+    if let Some(t) = target {
+        report::write_atomic(&t, md.as_bytes()).map_err(Failure::Infra)?;
+    }
+    out.write_all(md.as_bytes())
+        .map_err(|e| Failure::Infra(e.into()))?;
+    Ok(if c.regressed() {
+        exit::REGRESSION
+    } else {
+        exit::OK
+    })
 }
 
 fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {

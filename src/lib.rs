@@ -5,8 +5,10 @@
 //! every layer of the context, [`score`] judges the calls on canonical addresses
 //! ([`catalog::Address`]), and each scored [`runner::Outcome`] is one JSON line.
 
+pub mod aggregate;
 pub mod catalog;
 pub mod cli;
+pub mod compare;
 pub mod environment;
 pub mod error;
 pub mod exit;

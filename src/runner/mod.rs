@@ -39,8 +39,8 @@ pub struct Entry {
     /// What it was: a tool name, `system prompt`, `read_skill(...)` …
     pub what: String,
     pub tokens: usize,
-    /// The text, for results and fetched definitions (tool definitions and the system
-    /// prompt can be re-rendered with `discbench tokens --show`).
+    /// The text, for the system prompt, the query, results and fetched definitions
+    /// (tool definitions can be re-rendered with `discbench tokens --show`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -78,6 +78,9 @@ pub struct Outcome {
     pub model: String,
     pub repeat: usize,
     pub tokenizer: String,
+    /// Callable addresses in the scenario's catalog (for catalog-size curves).
+    #[serde(default)]
+    pub catalog_size: usize,
     pub expected: Value,
     pub calls: Vec<CallRecord>,
     pub final_text: Option<String>,
@@ -464,6 +467,7 @@ impl Episode<'_> {
             model: model.name().to_string(),
             repeat: 0,
             tokenizer: c.encoding().as_str().to_string(),
+            catalog_size: self.scenario.catalog.addresses().len(),
             expected: expect_json(&self.query.expect),
             calls,
             final_text,

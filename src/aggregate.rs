@@ -1,0 +1,833 @@
+//! Aggregation with polars: the only module that touches DataFrames (DESIGN §8).
+//!
+//! [`flatten`] streams `outcomes.jsonl` line by line into `outcomes.parquet` (one flat
+//! row per outcome, written in batches), and [`summarize`] scans that file lazily to
+//! build the [`Summary`]: per scenario × mode × model rates with Wilson 95% intervals,
+//! token medians and p95 per ledger layer, savings against `legacy`, pass@k and pass^k
+//! over repeats, and paired McNemar tests between modes. Memory stays bounded by the
+//! batch size and the number of groups, not by the number of outcomes.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use anyhow::{bail, Context as _};
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// Rows per Parquet batch while flattening.
+const BATCH: usize = 65_536;
+
+/// The ledger layers, in report order.
+pub const LAYERS: [&str; 9] = [
+    "system",
+    "tool_defs",
+    "fetched",
+    "results",
+    "output",
+    "selection",
+    "first_turn",
+    "billed_input",
+    "peak_context",
+];
+
+/// The part of an outcome line that aggregation reads; everything else is ignored.
+#[derive(Deserialize)]
+struct Line {
+    run_id: String,
+    scenario: String,
+    query_id: String,
+    mode: String,
+    mode_spec: String,
+    model: String,
+    repeat: u32,
+    tokenizer: String,
+    #[serde(default)]
+    catalog_size: u32,
+    score: LineScore,
+    protocol: LineProtocol,
+    tokens: BTreeMap<String, u64>,
+    infra_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LineScore {
+    exact: bool,
+    precision: f64,
+    recall: f64,
+    f1: f64,
+    first_call_correct: bool,
+    abstain_ok: Option<bool>,
+    forbidden_hit: bool,
+    args_ok: Option<bool>,
+    schema_valid: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct LineProtocol {
+    discovery_calls: u32,
+    blind_calls: u32,
+    unknown_target: u32,
+    bad_subcommand: u32,
+    schema_violation: u32,
+    #[serde(default)]
+    not_loaded: u32,
+    repeat_call: u32,
+    overfetch: u32,
+    turns: u32,
+    hit_max_turns: bool,
+}
+
+/// Column buffers for one batch.
+#[derive(Default)]
+struct Batch {
+    s: BTreeMap<&'static str, Vec<String>>,
+    u: BTreeMap<&'static str, Vec<u64>>,
+    f: BTreeMap<&'static str, Vec<f64>>,
+    b: BTreeMap<&'static str, Vec<bool>>,
+    ob: BTreeMap<&'static str, Vec<Option<bool>>>,
+    len: usize,
+}
+
+impl Batch {
+    fn push(&mut self, l: Line) {
+        let s = &mut self.s;
+        for (k, v) in [
+            ("run_id", l.run_id),
+            ("scenario", l.scenario),
+            ("query_id", l.query_id),
+            ("mode", l.mode),
+            ("mode_spec", l.mode_spec),
+            ("model", l.model),
+            ("tokenizer", l.tokenizer),
+        ] {
+            s.entry(k).or_default().push(v);
+        }
+        let p = &l.protocol;
+        let errors = p.unknown_target + p.bad_subcommand + p.schema_violation + p.not_loaded;
+        for (k, v) in [
+            ("repeat", l.repeat),
+            ("catalog_size", l.catalog_size),
+            ("discovery_calls", p.discovery_calls),
+            ("blind_calls", p.blind_calls),
+            ("unknown_target", p.unknown_target),
+            ("bad_subcommand", p.bad_subcommand),
+            ("schema_violation", p.schema_violation),
+            ("not_loaded", p.not_loaded),
+            ("repeat_call", p.repeat_call),
+            ("overfetch", p.overfetch),
+            ("turns", p.turns),
+            ("protocol_errors", errors),
+        ] {
+            self.u.entry(k).or_default().push(v as u64);
+        }
+        for layer in LAYERS {
+            self.u
+                .entry(layer)
+                .or_default()
+                .push(l.tokens.get(layer).copied().unwrap_or(0));
+        }
+        let sc = &l.score;
+        for (k, v) in [
+            ("precision", sc.precision),
+            ("recall", sc.recall),
+            ("f1", sc.f1),
+        ] {
+            self.f.entry(k).or_default().push(v);
+        }
+        for (k, v) in [
+            ("exact", sc.exact),
+            ("first_call_correct", sc.first_call_correct),
+            ("forbidden_hit", sc.forbidden_hit),
+            ("hit_max_turns", p.hit_max_turns),
+            ("infra", l.infra_error.is_some()),
+        ] {
+            self.b.entry(k).or_default().push(v);
+        }
+        for (k, v) in [
+            ("abstain_ok", sc.abstain_ok),
+            ("args_ok", sc.args_ok),
+            ("schema_valid", sc.schema_valid),
+        ] {
+            self.ob.entry(k).or_default().push(v);
+        }
+        self.len += 1;
+    }
+
+    fn take(&mut self) -> PolarsResult<DataFrame> {
+        let mut cols: Vec<Column> = Vec::new();
+        for (k, v) in std::mem::take(&mut self.s) {
+            cols.push(Column::new(k.into(), v));
+        }
+        for (k, v) in std::mem::take(&mut self.u) {
+            cols.push(Column::new(k.into(), v));
+        }
+        for (k, v) in std::mem::take(&mut self.f) {
+            cols.push(Column::new(k.into(), v));
+        }
+        for (k, v) in std::mem::take(&mut self.b) {
+            cols.push(Column::new(k.into(), v));
+        }
+        for (k, v) in std::mem::take(&mut self.ob) {
+            cols.push(Column::new(k.into(), v));
+        }
+        let n = std::mem::take(&mut self.len);
+        DataFrame::new(n, cols)
+    }
+}
+
+/// Streams `outcomes.jsonl` into `outcomes.parquet`, one flat row per outcome.
+/// Returns the number of outcomes. A line that is not an outcome is an error naming
+/// its line number.
+pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
+    let f = File::open(jsonl).with_context(|| format!("cannot read {}", jsonl.display()))?;
+    let tmp = parquet.with_extension("parquet.partial");
+    let out = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let mut writer: Option<polars::io::parquet::write::BatchedWriter<File>> = None;
+    let mut pending = Some(out);
+    let mut batch = Batch::default();
+    let mut total = 0;
+    let mut flush = |batch: &mut Batch,
+                     writer: &mut Option<polars::io::parquet::write::BatchedWriter<File>>|
+     -> anyhow::Result<()> {
+        let df = batch.take()?;
+        if writer.is_none() {
+            let file = pending.take().expect("file opened once");
+            *writer = Some(ParquetWriter::new(file).batched(df.schema())?);
+        }
+        writer.as_mut().expect("set above").write_batch(&df)?;
+        Ok(())
+    };
+    for (i, line) in BufReader::new(f).lines().enumerate() {
+        let line = line.with_context(|| format!("cannot read {}", jsonl.display()))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let l: Line = serde_json::from_str(&line)
+            .with_context(|| format!("{}:{}: not an outcome line", jsonl.display(), i + 1))?;
+        batch.push(l);
+        total += 1;
+        if batch.len == BATCH {
+            flush(&mut batch, &mut writer)?;
+        }
+    }
+    if total == 0 {
+        let _ = std::fs::remove_file(&tmp);
+        bail!("{} holds no outcomes", jsonl.display());
+    }
+    if batch.len > 0 {
+        flush(&mut batch, &mut writer)?;
+    }
+    writer.expect("at least one batch").finish()?;
+    std::fs::rename(&tmp, parquet)
+        .with_context(|| format!("cannot write {}", parquet.display()))?;
+    Ok(total)
+}
+
+/// A rate with its Wilson 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    pub k: u64,
+    pub n: u64,
+    pub rate: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Rate {
+    pub fn new(k: u64, n: u64) -> Rate {
+        let (lo, hi) = wilson(k, n);
+        Rate {
+            k,
+            n,
+            rate: if n == 0 { 0.0 } else { k as f64 / n as f64 },
+            lo,
+            hi,
+        }
+    }
+}
+
+/// The Wilson score interval at 95% (z = 1.96).
+pub fn wilson(k: u64, n: u64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let z = 1.959_963_984_540_054_f64;
+    let n_f = n as f64;
+    let p = k as f64 / n_f;
+    let denom = 1.0 + z * z / n_f;
+    let centre = (p + z * z / (2.0 * n_f)) / denom;
+    let half = z * ((p * (1.0 - p) / n_f) + z * z / (4.0 * n_f * n_f)).sqrt() / denom;
+    ((centre - half).max(0.0), (centre + half).min(1.0))
+}
+
+/// Median and 95th percentile (linear interpolation) of one token layer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub median: f64,
+    pub p95: f64,
+}
+
+/// pass@k and pass^k over repeats, averaged over queries (k = the smallest repeat count).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PassK {
+    pub k: u64,
+    pub pass_at_k: f64,
+    pub pass_hat_k: f64,
+}
+
+/// One scenario × mode × model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    /// Outcomes scored (infra errors excluded).
+    pub n: u64,
+    pub infra_errors: u64,
+    pub catalog_size: u64,
+    pub exact: Rate,
+    pub first_call_correct: Rate,
+    pub forbidden_hit: Rate,
+    /// Share of outcomes with at least one protocol error.
+    pub protocol_error: Rate,
+    pub abstain: Option<Rate>,
+    pub args_ok: Option<Rate>,
+    pub schema_valid: Option<Rate>,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub tokens: BTreeMap<String, Stat>,
+    /// `1 - median(first_turn) / median(first_turn of legacy)`, same scenario and model.
+    pub savings_first_turn: Option<f64>,
+    /// The same for billed input tokens.
+    pub savings_billed: Option<f64>,
+    pub pass: PassK,
+}
+
+/// A paired McNemar test of exact match between two modes on the same queries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    pub scenario: String,
+    pub model: String,
+    pub mode_a: String,
+    pub mode_b: String,
+    /// Paired items (query × repeat) present under both modes.
+    pub n: u64,
+    /// Right under `mode_a` only.
+    pub a_only: u64,
+    /// Right under `mode_b` only.
+    pub b_only: u64,
+    /// Exact two-sided binomial p-value of the discordant pairs.
+    pub p_value: f64,
+}
+
+/// One query × mode × model, for `compare` and the drill-down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryRow {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    pub query_id: String,
+    pub n: u64,
+    pub exact: u64,
+    pub first_turn: f64,
+}
+
+/// Everything a report shows, computed from the outcomes alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub tokenizer: String,
+    pub outcomes: u64,
+    pub groups: Vec<Group>,
+    pub pairs: Vec<Pair>,
+    pub queries: Vec<QueryRow>,
+}
+
+fn scan(parquet: &Path) -> PolarsResult<LazyFrame> {
+    let p = parquet.to_string_lossy().into_owned();
+    LazyFrame::scan_parquet(PlRefPath::new(p.as_str()), ScanArgsParquet::default())
+}
+
+fn collect(lf: LazyFrame) -> PolarsResult<DataFrame> {
+    Ok(lf.collect_with_engine(Engine::Streaming)?.unwrap_single())
+}
+
+fn strs(df: &DataFrame, name: &str) -> PolarsResult<Vec<String>> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect())
+}
+
+fn nums(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
+    let c = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}
+
+/// Computes the summary from a flattened outcomes file.
+pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
+    let base = scan(parquet)?;
+    let meta = collect(base.clone().select([
+        col("run_id").first(),
+        col("tokenizer").first(),
+        len().alias("n"),
+    ]))?;
+    let run_id = strs(&meta, "run_id")?.pop().unwrap_or_default();
+    let tokenizer = strs(&meta, "tokenizer")?.pop().unwrap_or_default();
+    let outcomes = nums(&meta, "n")?.first().copied().unwrap_or(0.0) as u64;
+
+    let keys = [col("scenario"), col("mode"), col("model")];
+    let u = |e: Expr| e.cast(DataType::UInt64).sum();
+    let infra = collect(
+        base.clone()
+            .group_by(keys.clone())
+            .agg([u(col("infra")).alias("infra")]),
+    )?;
+    let ok = base.clone().filter(col("infra").not());
+    let mut aggs = vec![
+        len().alias("n"),
+        u(col("exact")).alias("exact_k"),
+        u(col("first_call_correct")).alias("first_k"),
+        u(col("forbidden_hit")).alias("forbidden_k"),
+        u(col("protocol_errors").gt(lit(0))).alias("proto_k"),
+        col("precision").mean().alias("precision"),
+        col("recall").mean().alias("recall"),
+        col("f1").mean().alias("f1"),
+        col("catalog_size").max().alias("catalog_size"),
+    ];
+    for opt in ["abstain_ok", "args_ok", "schema_valid"] {
+        aggs.push(u(col(opt).is_not_null()).alias(format!("{opt}_n")));
+        aggs.push(u(col(opt).fill_null(lit(false))).alias(format!("{opt}_k")));
+    }
+    for layer in LAYERS {
+        aggs.push(
+            col(layer)
+                .cast(DataType::Float64)
+                .median()
+                .alias(format!("{layer}_median")),
+        );
+        aggs.push(
+            col(layer)
+                .cast(DataType::Float64)
+                .quantile(lit(0.95), QuantileMethod::Linear)
+                .alias(format!("{layer}_p95")),
+        );
+    }
+    let g = collect(
+        ok.clone()
+            .group_by(keys.clone())
+            .agg(aggs)
+            .sort(["scenario", "mode", "model"], Default::default()),
+    )?;
+
+    let per_query = collect(
+        ok.clone()
+            .group_by([col("scenario"), col("mode"), col("model"), col("query_id")])
+            .agg([
+                len().alias("n"),
+                u(col("exact")).alias("exact"),
+                col("first_turn")
+                    .cast(DataType::Float64)
+                    .median()
+                    .alias("first_turn"),
+            ])
+            .sort(
+                ["scenario", "mode", "model", "query_id"],
+                Default::default(),
+            ),
+    )?;
+    let queries: Vec<QueryRow> = {
+        let (s, m, mo, q) = (
+            strs(&per_query, "scenario")?,
+            strs(&per_query, "mode")?,
+            strs(&per_query, "model")?,
+            strs(&per_query, "query_id")?,
+        );
+        let (n, e, ft) = (
+            nums(&per_query, "n")?,
+            nums(&per_query, "exact")?,
+            nums(&per_query, "first_turn")?,
+        );
+        (0..s.len())
+            .map(|i| QueryRow {
+                scenario: s[i].clone(),
+                mode: m[i].clone(),
+                model: mo[i].clone(),
+                query_id: q[i].clone(),
+                n: n[i] as u64,
+                exact: e[i] as u64,
+                first_turn: ft[i],
+            })
+            .collect()
+    };
+
+    let infra_map: BTreeMap<(String, String, String), u64> = {
+        let (s, m, mo, n) = (
+            strs(&infra, "scenario")?,
+            strs(&infra, "mode")?,
+            strs(&infra, "model")?,
+            nums(&infra, "infra")?,
+        );
+        (0..s.len())
+            .map(|i| ((s[i].clone(), m[i].clone(), mo[i].clone()), n[i] as u64))
+            .collect()
+    };
+    let col_s = |n: &str| strs(&g, n);
+    let col_n = |n: &str| nums(&g, n);
+    let (sc, md, ml) = (col_s("scenario")?, col_s("mode")?, col_s("model")?);
+    let n = col_n("n")?;
+    let mut groups = Vec::new();
+    for i in 0..sc.len() {
+        let get = |name: &str| -> anyhow::Result<f64> { Ok(col_n(name)?[i]) };
+        let rate =
+            |k: &str, n_: f64| -> anyhow::Result<Rate> { Ok(Rate::new(get(k)? as u64, n_ as u64)) };
+        let opt = |name: &str| -> anyhow::Result<Option<Rate>> {
+            let nn = get(&format!("{name}_n"))?;
+            Ok((nn > 0.0)
+                .then(|| Rate::new(get(&format!("{name}_k")).unwrap_or(0.0) as u64, nn as u64)))
+        };
+        let mut tokens = BTreeMap::new();
+        for layer in LAYERS {
+            tokens.insert(
+                layer.to_string(),
+                Stat {
+                    median: get(&format!("{layer}_median"))?,
+                    p95: get(&format!("{layer}_p95"))?,
+                },
+            );
+        }
+        let key = (sc[i].clone(), md[i].clone(), ml[i].clone());
+        let qs: Vec<&QueryRow> = queries
+            .iter()
+            .filter(|q| q.scenario == key.0 && q.mode == key.1 && q.model == key.2)
+            .collect();
+        groups.push(Group {
+            scenario: key.0.clone(),
+            mode: key.1.clone(),
+            model: key.2.clone(),
+            n: n[i] as u64,
+            infra_errors: infra_map.get(&key).copied().unwrap_or(0),
+            catalog_size: get("catalog_size")? as u64,
+            exact: rate("exact_k", n[i])?,
+            first_call_correct: rate("first_k", n[i])?,
+            forbidden_hit: rate("forbidden_k", n[i])?,
+            protocol_error: rate("proto_k", n[i])?,
+            abstain: opt("abstain_ok")?,
+            args_ok: opt("args_ok")?,
+            schema_valid: opt("schema_valid")?,
+            precision: get("precision")?,
+            recall: get("recall")?,
+            f1: get("f1")?,
+            tokens,
+            savings_first_turn: None,
+            savings_billed: None,
+            pass: pass_k(&qs),
+        });
+    }
+    // Groups whose outcomes were all infra errors still get a row.
+    for (key, count) in &infra_map {
+        if !groups
+            .iter()
+            .any(|g| (&g.scenario, &g.mode, &g.model) == (&key.0, &key.1, &key.2))
+        {
+            groups.push(empty_group(key, *count));
+        }
+    }
+    let snapshot = groups.clone();
+    for g in &mut groups {
+        if let Some(l) = snapshot.iter().find(|l| {
+            l.scenario == g.scenario && l.model == g.model && l.mode == "legacy" && l.n > 0
+        }) {
+            let save = |layer: &str| {
+                let base = l.tokens[layer].median;
+                (base > 0.0).then(|| 1.0 - g.tokens[layer].median / base)
+            };
+            g.savings_first_turn = save("first_turn");
+            g.savings_billed = save("billed_input");
+        }
+    }
+
+    let pairs = mcnemar_pairs(&ok)?;
+    Ok(Summary {
+        run_id,
+        tokenizer,
+        outcomes,
+        groups,
+        pairs,
+        queries,
+    })
+}
+
+fn empty_group(key: &(String, String, String), infra: u64) -> Group {
+    let zero = Rate::new(0, 0);
+    Group {
+        scenario: key.0.clone(),
+        mode: key.1.clone(),
+        model: key.2.clone(),
+        n: 0,
+        infra_errors: infra,
+        catalog_size: 0,
+        exact: zero,
+        first_call_correct: zero,
+        forbidden_hit: zero,
+        protocol_error: zero,
+        abstain: None,
+        args_ok: None,
+        schema_valid: None,
+        precision: 0.0,
+        recall: 0.0,
+        f1: 0.0,
+        tokens: LAYERS
+            .iter()
+            .map(|l| {
+                (
+                    l.to_string(),
+                    Stat {
+                        median: 0.0,
+                        p95: 0.0,
+                    },
+                )
+            })
+            .collect(),
+        savings_first_turn: None,
+        savings_billed: None,
+        pass: PassK {
+            k: 0,
+            pass_at_k: 0.0,
+            pass_hat_k: 0.0,
+        },
+    }
+}
+
+/// pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k) per query, averaged.
+fn pass_k(qs: &[&QueryRow]) -> PassK {
+    let k = qs.iter().map(|q| q.n).min().unwrap_or(0);
+    if k == 0 {
+        return PassK {
+            k: 0,
+            pass_at_k: 0.0,
+            pass_hat_k: 0.0,
+        };
+    }
+    let (mut at, mut hat) = (0.0, 0.0);
+    for q in qs {
+        at += 1.0 - choose_ratio(q.n - q.exact, q.n, k);
+        hat += choose_ratio(q.exact, q.n, k);
+    }
+    let m = qs.len() as f64;
+    PassK {
+        k,
+        pass_at_k: at / m,
+        pass_hat_k: hat / m,
+    }
+}
+
+/// C(a, k) / C(n, k), computed as a running product.
+fn choose_ratio(a: u64, n: u64, k: u64) -> f64 {
+    if a < k {
+        return 0.0;
+    }
+    (0..k).map(|i| (a - i) as f64 / (n - i) as f64).product()
+}
+
+fn mcnemar_pairs(ok: &LazyFrame) -> anyhow::Result<Vec<Pair>> {
+    let left = ok.clone().select([
+        col("scenario"),
+        col("model"),
+        col("query_id"),
+        col("repeat"),
+        col("mode"),
+        col("exact"),
+    ]);
+    let right = left.clone().select([
+        col("scenario"),
+        col("model"),
+        col("query_id"),
+        col("repeat"),
+        col("mode").alias("mode_b"),
+        col("exact").alias("exact_b"),
+    ]);
+    let on = [
+        col("scenario"),
+        col("model"),
+        col("query_id"),
+        col("repeat"),
+    ];
+    let joined = left
+        .join(right, on.clone(), on, JoinArgs::new(JoinType::Inner))
+        .filter(col("mode").lt(col("mode_b")))
+        .group_by([col("scenario"), col("model"), col("mode"), col("mode_b")])
+        .agg([
+            len().alias("n"),
+            (col("exact").and(col("exact_b").not()))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("a_only"),
+            (col("exact").not().and(col("exact_b")))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("b_only"),
+        ])
+        .sort(["scenario", "model", "mode", "mode_b"], Default::default());
+    let df = collect(joined)?;
+    let (s, m, a, b) = (
+        strs(&df, "scenario")?,
+        strs(&df, "model")?,
+        strs(&df, "mode")?,
+        strs(&df, "mode_b")?,
+    );
+    let (n, x, y) = (nums(&df, "n")?, nums(&df, "a_only")?, nums(&df, "b_only")?);
+    Ok((0..s.len())
+        .map(|i| Pair {
+            scenario: s[i].clone(),
+            model: m[i].clone(),
+            mode_a: a[i].clone(),
+            mode_b: b[i].clone(),
+            n: n[i] as u64,
+            a_only: x[i] as u64,
+            b_only: y[i] as u64,
+            p_value: mcnemar_exact(x[i] as u64, y[i] as u64),
+        })
+        .collect())
+}
+
+/// Exact two-sided McNemar test: binomial(b + c, 1/2) tail of min(b, c), doubled.
+pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
+    let n = b + c;
+    if n == 0 {
+        return 1.0;
+    }
+    let k = b.min(c);
+    // log C(n, i) − n·ln 2, summed for i ≤ k.
+    let ln2 = std::f64::consts::LN_2;
+    let mut log_c = 0.0; // ln C(n, 0)
+    let mut tail = 0.0;
+    for i in 0..=k {
+        if i > 0 {
+            log_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
+        }
+        tail += (log_c - n as f64 * ln2).exp();
+    }
+    (2.0 * tail).min(1.0)
+}
+
+/// Writes the per-group summary as CSV (one row per scenario × mode × model).
+pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
+    let gs = &summary.groups;
+    let s = |f: &dyn Fn(&Group) -> String| gs.iter().map(f).collect::<Vec<String>>();
+    let f = |f: &dyn Fn(&Group) -> f64| gs.iter().map(f).collect::<Vec<f64>>();
+    let o = |f: &dyn Fn(&Group) -> Option<f64>| gs.iter().map(f).collect::<Vec<Option<f64>>>();
+    let mut cols = vec![
+        Column::new("scenario".into(), s(&|g| g.scenario.clone())),
+        Column::new("mode".into(), s(&|g| g.mode.clone())),
+        Column::new("model".into(), s(&|g| g.model.clone())),
+        Column::new("n".into(), gs.iter().map(|g| g.n).collect::<Vec<u64>>()),
+        Column::new(
+            "infra_errors".into(),
+            gs.iter().map(|g| g.infra_errors).collect::<Vec<u64>>(),
+        ),
+        Column::new(
+            "catalog_size".into(),
+            gs.iter().map(|g| g.catalog_size).collect::<Vec<u64>>(),
+        ),
+        Column::new("exact".into(), f(&|g| g.exact.rate)),
+        Column::new("exact_lo".into(), f(&|g| g.exact.lo)),
+        Column::new("exact_hi".into(), f(&|g| g.exact.hi)),
+        Column::new("precision".into(), f(&|g| g.precision)),
+        Column::new("recall".into(), f(&|g| g.recall)),
+        Column::new("f1".into(), f(&|g| g.f1)),
+        Column::new(
+            "first_call_correct".into(),
+            f(&|g| g.first_call_correct.rate),
+        ),
+        Column::new("abstain".into(), o(&|g| g.abstain.map(|r| r.rate))),
+        Column::new("args_ok".into(), o(&|g| g.args_ok.map(|r| r.rate))),
+        Column::new(
+            "schema_valid".into(),
+            o(&|g| g.schema_valid.map(|r| r.rate)),
+        ),
+        Column::new("forbidden_hit".into(), f(&|g| g.forbidden_hit.rate)),
+        Column::new("protocol_error".into(), f(&|g| g.protocol_error.rate)),
+        Column::new("protocol_error_lo".into(), f(&|g| g.protocol_error.lo)),
+        Column::new("protocol_error_hi".into(), f(&|g| g.protocol_error.hi)),
+    ];
+    for layer in LAYERS {
+        cols.push(Column::new(
+            format!("{layer}_median").into(),
+            f(&|g| g.tokens[layer].median),
+        ));
+        cols.push(Column::new(
+            format!("{layer}_p95").into(),
+            f(&|g| g.tokens[layer].p95),
+        ));
+    }
+    cols.push(Column::new(
+        "savings_first_turn".into(),
+        o(&|g| g.savings_first_turn),
+    ));
+    cols.push(Column::new(
+        "savings_billed".into(),
+        o(&|g| g.savings_billed),
+    ));
+    cols.push(Column::new(
+        "pass_k".into(),
+        gs.iter().map(|g| g.pass.k).collect::<Vec<u64>>(),
+    ));
+    cols.push(Column::new("pass_at_k".into(), f(&|g| g.pass.pass_at_k)));
+    cols.push(Column::new("pass_hat_k".into(), f(&|g| g.pass.pass_hat_k)));
+    let mut df = DataFrame::new(gs.len(), cols)?;
+    let mut file =
+        File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    CsvWriter::new(&mut file).finish(&mut df)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_matches_known_values() {
+        // 8/10: the Wilson 95% interval is [0.4902, 0.9433].
+        let (lo, hi) = wilson(8, 10);
+        assert!(
+            (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
+            "{lo} {hi}"
+        );
+        assert_eq!(wilson(0, 0), (0.0, 1.0));
+        let (lo, hi) = wilson(10, 10);
+        assert!(hi == 1.0 && (lo - 0.7225).abs() < 1e-4, "{lo}");
+    }
+
+    #[test]
+    fn mcnemar_exact_p_values() {
+        // b=1, c=9: 2·P(X≤1) for Bin(10, ½) = 2·11/1024.
+        assert!((mcnemar_exact(1, 9) - 22.0 / 1024.0).abs() < 1e-12);
+        assert_eq!(mcnemar_exact(0, 0), 1.0);
+        assert_eq!(mcnemar_exact(5, 5), 1.0);
+    }
+
+    #[test]
+    fn pass_at_k_estimator() {
+        // n=4 repeats, c=2 right, k=4: pass@4 = 1, pass^4 = 0; c=4: both 1.
+        let q = |exact| QueryRow {
+            scenario: String::new(),
+            mode: String::new(),
+            model: String::new(),
+            query_id: String::new(),
+            n: 4,
+            exact,
+            first_turn: 0.0,
+        };
+        let (a, b) = (q(2), q(4));
+        let p = pass_k(&[&a, &b]);
+        assert_eq!(p.k, 4);
+        assert!((p.pass_at_k - 1.0).abs() < 1e-12);
+        assert!((p.pass_hat_k - 0.5).abs() < 1e-12);
+    }
+}

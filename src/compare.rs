@@ -1,0 +1,433 @@
+//! Comparing a run with a baseline (DESIGN §9): each metric of each scenario × mode ×
+//! model gets a verdict — improved, regressed, or within noise — against a per-metric
+//! threshold (rates in percentage points, tokens in percent), the queries whose result
+//! changed are listed, and any regression makes the exit code 1.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{bail, Context as _};
+use serde::{Deserialize, Serialize};
+
+use crate::aggregate::{Group, Summary};
+
+/// How a metric is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    /// A rate; the delta is in percentage points.
+    Pp,
+    /// A token count; the delta is in percent of the baseline.
+    Pct,
+}
+
+/// One metric that `compare` judges.
+pub struct Metric {
+    pub name: &'static str,
+    pub unit: Unit,
+    pub higher_is_better: bool,
+    pub default_threshold: f64,
+    get: fn(&Group) -> Option<f64>,
+}
+
+/// The judged metrics with their default thresholds (also in the README).
+pub const METRICS: [Metric; 9] = [
+    Metric {
+        name: "exact",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| Some(g.exact.rate),
+    },
+    Metric {
+        name: "f1",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| Some(g.f1),
+    },
+    Metric {
+        name: "first_call_correct",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| Some(g.first_call_correct.rate),
+    },
+    Metric {
+        name: "abstain",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| g.abstain.map(|r| r.rate),
+    },
+    Metric {
+        name: "args_ok",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| g.args_ok.map(|r| r.rate),
+    },
+    Metric {
+        name: "protocol_error",
+        unit: Unit::Pp,
+        higher_is_better: false,
+        default_threshold: 1.0,
+        get: |g| Some(g.protocol_error.rate),
+    },
+    Metric {
+        name: "first_turn",
+        unit: Unit::Pct,
+        higher_is_better: false,
+        default_threshold: 2.0,
+        get: |g| Some(g.tokens["first_turn"].median),
+    },
+    Metric {
+        name: "billed_input",
+        unit: Unit::Pct,
+        higher_is_better: false,
+        default_threshold: 2.0,
+        get: |g| Some(g.tokens["billed_input"].median),
+    },
+    Metric {
+        name: "peak_context",
+        unit: Unit::Pct,
+        higher_is_better: false,
+        default_threshold: 2.0,
+        get: |g| Some(g.tokens["peak_context"].median),
+    },
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Improved,
+    Regressed,
+    WithinNoise,
+}
+
+/// One metric of one group, judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricDelta {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    pub metric: String,
+    pub unit: Unit,
+    pub baseline: f64,
+    pub current: f64,
+    /// Points (rates) or percent of the baseline (tokens); positive = went up.
+    pub delta: f64,
+    pub threshold: f64,
+    pub verdict: Verdict,
+}
+
+/// A query whose exact-match result differs between the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryChange {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    pub query_id: String,
+    pub baseline_exact: f64,
+    pub current_exact: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub baseline_run: String,
+    pub current_run: String,
+    pub metrics: Vec<MetricDelta>,
+    pub queries: Vec<QueryChange>,
+    /// Groups of the baseline that the current run lacks (counted as regressions).
+    pub missing: Vec<String>,
+    pub regressions: usize,
+}
+
+impl Comparison {
+    pub fn regressed(&self) -> bool {
+        self.regressions > 0
+    }
+}
+
+/// Per-metric thresholds: defaults, changed by `name=value` overrides.
+pub fn thresholds(overrides: &[String]) -> Result<BTreeMap<String, f64>, String> {
+    let mut t: BTreeMap<String, f64> = METRICS
+        .iter()
+        .map(|m| (m.name.to_string(), m.default_threshold))
+        .collect();
+    for o in overrides
+        .iter()
+        .flat_map(|o| o.split(','))
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+    {
+        let (k, v) = o
+            .split_once('=')
+            .ok_or_else(|| format!("`{o}`: use metric=value, e.g. exact=2"))?;
+        let k = k.trim();
+        if !t.contains_key(k) {
+            return Err(format!(
+                "unknown metric `{k}`; metrics: {}",
+                METRICS
+                    .iter()
+                    .map(|m| m.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let v: f64 = v
+            .trim()
+            .trim_end_matches(['%'])
+            .trim_end_matches("pp")
+            .parse()
+            .map_err(|_| format!("`{o}`: the threshold must be a number"))?;
+        if !(v >= 0.0 && v.is_finite()) {
+            return Err(format!(
+                "`{o}`: the threshold must be a non-negative number"
+            ));
+        }
+        t.insert(k.to_string(), v);
+    }
+    Ok(t)
+}
+
+/// Reads a baseline or current side: a `summary.json`, or a run directory (its
+/// `summary.json`, else its `outcomes.jsonl`, aggregated afresh).
+pub fn load_side(path: &Path) -> anyhow::Result<Summary> {
+    let file = if path.is_dir() {
+        let s = path.join("summary.json");
+        if s.is_file() {
+            s
+        } else if path.join("outcomes.jsonl").is_file() {
+            return crate::report::summarize_read_only(path);
+        } else {
+            bail!(
+                "{} has neither summary.json nor outcomes.jsonl",
+                path.display()
+            );
+        }
+    } else if path.is_file() {
+        path.to_path_buf()
+    } else {
+        bail!("{}: no such file or directory", path.display());
+    };
+    let text = std::fs::read_to_string(&file)
+        .with_context(|| format!("cannot read {}", file.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a discbench summary.json", file.display()))
+}
+
+/// Judges `current` against `baseline`.
+pub fn compare(
+    baseline: &Summary,
+    current: &Summary,
+    thresholds: &BTreeMap<String, f64>,
+) -> Comparison {
+    let mut metrics = Vec::new();
+    let mut missing = Vec::new();
+    for b in &baseline.groups {
+        let Some(c) = current
+            .groups
+            .iter()
+            .find(|c| c.scenario == b.scenario && c.mode == b.mode && c.model == b.model)
+        else {
+            missing.push(format!("{} / {} / {}", b.scenario, b.mode, b.model));
+            continue;
+        };
+        for m in &METRICS {
+            let (Some(bv), Some(cv)) = ((m.get)(b), (m.get)(c)) else {
+                continue;
+            };
+            let delta = match m.unit {
+                Unit::Pp => (cv - bv) * 100.0,
+                Unit::Pct if bv == 0.0 => {
+                    if cv == 0.0 {
+                        0.0
+                    } else {
+                        100.0
+                    }
+                }
+                Unit::Pct => (cv - bv) / bv * 100.0,
+            };
+            let threshold = thresholds
+                .get(m.name)
+                .copied()
+                .unwrap_or(m.default_threshold);
+            let better = if m.higher_is_better { delta } else { -delta };
+            let verdict = if better < -threshold - 1e-9 {
+                Verdict::Regressed
+            } else if better > threshold + 1e-9 {
+                Verdict::Improved
+            } else {
+                Verdict::WithinNoise
+            };
+            metrics.push(MetricDelta {
+                scenario: b.scenario.clone(),
+                mode: b.mode.clone(),
+                model: b.model.clone(),
+                metric: m.name.to_string(),
+                unit: m.unit,
+                baseline: bv,
+                current: cv,
+                delta,
+                threshold,
+                verdict,
+            });
+        }
+    }
+    let mut queries = Vec::new();
+    for b in &baseline.queries {
+        if let Some(c) = current.queries.iter().find(|c| {
+            c.scenario == b.scenario
+                && c.mode == b.mode
+                && c.model == b.model
+                && c.query_id == b.query_id
+        }) {
+            let (be, ce) = (
+                b.exact as f64 / b.n.max(1) as f64,
+                c.exact as f64 / c.n.max(1) as f64,
+            );
+            if (be - ce).abs() > 1e-12 {
+                queries.push(QueryChange {
+                    scenario: b.scenario.clone(),
+                    mode: b.mode.clone(),
+                    model: b.model.clone(),
+                    query_id: b.query_id.clone(),
+                    baseline_exact: be,
+                    current_exact: ce,
+                });
+            }
+        }
+    }
+    let regressions = metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::Regressed)
+        .count()
+        + missing.len();
+    Comparison {
+        baseline_run: baseline.run_id.clone(),
+        current_run: current.run_id.clone(),
+        metrics,
+        queries,
+        missing,
+        regressions,
+    }
+}
+
+fn fmt_value(unit: Unit, v: f64) -> String {
+    match unit {
+        Unit::Pp => format!("{:.1}%", v * 100.0),
+        Unit::Pct => format!("{v:.0}"),
+    }
+}
+
+fn fmt_delta(unit: Unit, d: f64) -> String {
+    match unit {
+        Unit::Pp => format!("{:+.1} pp", d + 0.0),
+        Unit::Pct => format!("{:+.1}%", d + 0.0),
+    }
+}
+
+/// The verdict as Markdown: regressions and improvements first, then changed queries.
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let head = if c.regressed() {
+        "REGRESSED"
+    } else {
+        "no regression"
+    };
+    let _ = writeln!(
+        out,
+        "## Comparison with baseline `{}`: {head}\n",
+        c.baseline_run
+    );
+    let within = c
+        .metrics
+        .iter()
+        .filter(|m| m.verdict == Verdict::WithinNoise)
+        .count();
+    let _ = writeln!(
+        out,
+        "{} regressed, {} improved, {within} within noise (thresholds: rates in percentage points, tokens in percent of the baseline).\n",
+        c.regressions,
+        c.metrics.iter().filter(|m| m.verdict == Verdict::Improved).count()
+    );
+    for m in &c.missing {
+        let _ = writeln!(out, "- missing from the current run: {m}");
+    }
+    if !c.missing.is_empty() {
+        out.push('\n');
+    }
+    let notable: Vec<&MetricDelta> = c
+        .metrics
+        .iter()
+        .filter(|m| m.verdict != Verdict::WithinNoise)
+        .collect();
+    if !notable.is_empty() {
+        let _ = writeln!(out, "| verdict | scenario | mode | model | metric | baseline | current | change | threshold |");
+        let _ = writeln!(out, "|---|---|---|---|---|---:|---:|---:|---:|");
+        let mut sorted = notable;
+        sorted.sort_by_key(|m| m.verdict != Verdict::Regressed);
+        for m in sorted {
+            let v = match m.verdict {
+                Verdict::Regressed => "regressed",
+                Verdict::Improved => "improved",
+                Verdict::WithinNoise => "within noise",
+            };
+            let _ = writeln!(
+                out,
+                "| {v} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                m.scenario,
+                m.mode,
+                m.model,
+                m.metric,
+                fmt_value(m.unit, m.baseline),
+                fmt_value(m.unit, m.current),
+                fmt_delta(m.unit, m.delta),
+                fmt_delta(m.unit, m.threshold).trim_start_matches('+')
+            );
+        }
+        out.push('\n');
+    }
+    if c.queries.is_empty() {
+        let _ = writeln!(out, "No query changed its result.");
+    } else {
+        let _ = writeln!(out, "Queries whose result changed:\n");
+        let _ = writeln!(
+            out,
+            "| scenario | mode | model | query | baseline exact | current exact |"
+        );
+        let _ = writeln!(out, "|---|---|---|---|---:|---:|");
+        for q in &c.queries {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.0}% | {:.0}% |",
+                q.scenario,
+                q.mode,
+                q.model,
+                q.query_id,
+                q.baseline_exact * 100.0,
+                q.current_exact * 100.0
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thresholds_parse_and_reject_unknown_metrics() {
+        let t = thresholds(&["exact=2.5,first_turn=5%".into()]).unwrap();
+        assert_eq!(t["exact"], 2.5);
+        assert_eq!(t["first_turn"], 5.0);
+        assert_eq!(t["billed_input"], 2.0);
+        assert!(thresholds(&["speed=1".into()])
+            .unwrap_err()
+            .contains("unknown metric"));
+        assert!(thresholds(&["exact=-1".into()]).is_err());
+    }
+}

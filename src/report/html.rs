@@ -1,0 +1,519 @@
+//! `index.html`: one self-contained page (inline CSS, SVG and a little JavaScript; no
+//! network request of any kind) with an overview, a section per scenario with sortable
+//! tables and the charts, and a drill-down per query that shows, turn by turn, what
+//! entered the context with its token counts, and the calls scored against the
+//! expectation. Opening it with `#selftest` makes the page sort a table itself and
+//! report the result in `#selftest` (used by the browser test).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::junit::esc;
+use super::plots::{chart_list, scenarios};
+use super::{pct, write_atomic, Exporter, ReportCx};
+use crate::aggregate::{Group, Summary};
+use crate::compare::{Comparison, Verdict};
+use crate::runner::Outcome;
+
+/// Outcomes shown in the drill-down at most; the rest are counted in a note.
+pub const DRILL_LIMIT: usize = 3000;
+/// Characters of one result or fetched text shown in the drill-down.
+const TEXT_LIMIT: usize = 2000;
+
+pub struct Html;
+
+impl Exporter for Html {
+    fn name(&self) -> &'static str {
+        "index.html"
+    }
+
+    fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
+        let page = render(cx.summary, cx.outcomes, cx.comparison, &dir.join("plots"))?;
+        write_atomic(&dir.join("index.html"), page.as_bytes())
+    }
+}
+
+const CSS: &str = r#"
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:22px}
+header p{margin:4px 0 0;color:#c9d1e0;font-size:14px}
+nav{padding:8px 28px;background:#e8ebf0;font-size:14px}nav a{margin-right:14px;color:#1d4f91}
+main{padding:8px 28px 40px}section{background:#fff;border:1px solid #dde2ea;border-radius:6px;padding:12px 18px;margin:16px 0}
+h2{font-size:19px;margin:6px 0 10px}h3{font-size:16px;margin:14px 0 6px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0 10px}
+th,td{border:1px solid #dde2ea;padding:4px 8px;text-align:right;vertical-align:top}
+th{background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}th.asc::after{content:" \25B2"}th.desc::after{content:" \25BC"}
+td.l,th.l{text-align:left}.bad{color:#b3261e;font-weight:600}.good{color:#1e7b34;font-weight:600}
+.charts{display:flex;flex-wrap:wrap;gap:12px}.charts figure{margin:0;border:1px solid #dde2ea;border-radius:4px;background:#fff}
+.charts svg{width:640px;height:auto;display:block}figcaption{font-size:12px;padding:2px 8px;color:#555}
+details{margin:4px 0}summary{cursor:pointer;font-size:13px}details details{margin-left:18px}
+pre{background:#f3f4f7;padding:6px 8px;white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:280px;overflow:auto;margin:2px 0}
+.tag{display:inline-block;background:#e8ebf0;border-radius:3px;padding:0 5px;margin-right:4px;font-size:11px}
+.ok{color:#1e7b34}.no{color:#b3261e}
+"#;
+
+const JS: &str = r#"
+(function(){
+  function cellValue(td){var v=td.getAttribute('data-v');if(v!==null&&v!==''&&!isNaN(+v))return +v;return td.textContent.trim().toLowerCase();}
+  function sortTable(table,col,dir){
+    var body=table.tBodies[0];var rows=Array.prototype.slice.call(body.rows);
+    rows.sort(function(a,b){var x=cellValue(a.cells[col]),y=cellValue(b.cells[col]);
+      if(typeof x==='number'&&typeof y==='number')return dir*(x-y);return dir*String(x).localeCompare(String(y));});
+    rows.forEach(function(r){body.appendChild(r);});
+    Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,i){th.classList.remove('asc','desc');if(i===col)th.classList.add(dir>0?'asc':'desc');});
+  }
+  window.discbenchSort=sortTable;
+  document.querySelectorAll('table.sortable').forEach(function(table){
+    Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,i){
+      th.addEventListener('click',function(){sortTable(table,i,th.classList.contains('asc')?-1:1);});});});
+  if(location.hash==='#selftest'){
+    var out=document.getElementById('selftest');var errs=[];
+    try{
+      var t=document.querySelector('table.sortable');var col=-1;
+      Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){if(col<0&&th.getAttribute('data-numeric')==='1')col=i;});
+      t.tHead.rows[0].cells[col].dispatchEvent(new MouseEvent('click',{bubbles:true}));
+      var asc=Array.prototype.map.call(t.tBodies[0].rows,function(r){return +r.cells[col].getAttribute('data-v');});
+      t.tHead.rows[0].cells[col].dispatchEvent(new MouseEvent('click',{bubbles:true}));
+      var desc=Array.prototype.map.call(t.tBodies[0].rows,function(r){return +r.cells[col].getAttribute('data-v');});
+      for(var i=1;i<asc.length;i++){if(asc[i-1]>asc[i])errs.push('ascending order broken at row '+i);}
+      for(var j=1;j<desc.length;j++){if(desc[j-1]<desc[j])errs.push('descending order broken at row '+j);}
+      if(asc.length<2)errs.push('the table has fewer than two rows');
+      if(document.querySelectorAll('svg').length<1)errs.push('no chart');
+    }catch(e){errs.push(String(e));}
+    if(window.__errors&&window.__errors.length)errs=errs.concat(window.__errors);
+    out.setAttribute('data-result',errs.length?'fail':'pass');out.textContent=errs.length?errs.join('; '):'sorted ascending and descending';
+  }
+})();
+"#;
+
+fn num_td(v: f64, text: String) -> String {
+    format!("<td data-v=\"{v}\">{}</td>", esc(&text))
+}
+
+fn group_row(g: &Group, with_scenario: bool) -> String {
+    let mut r = String::from("<tr>");
+    if with_scenario {
+        let _ = write!(r, "<td class=l>{}</td>", esc(&g.scenario));
+    }
+    let _ = write!(
+        r,
+        "<td class=l>{}</td><td class=l>{}</td>",
+        esc(&g.mode),
+        esc(&g.model)
+    );
+    r += &num_td(
+        g.n as f64,
+        if g.infra_errors > 0 {
+            format!("{} (+{} infra)", g.n, g.infra_errors)
+        } else {
+            g.n.to_string()
+        },
+    );
+    r += &num_td(
+        g.exact.rate,
+        format!(
+            "{} [{}, {}]",
+            pct(g.exact.rate),
+            pct(g.exact.lo),
+            pct(g.exact.hi)
+        ),
+    );
+    r += &num_td(g.f1, format!("{:.3}", g.f1));
+    r += &num_td(g.first_call_correct.rate, pct(g.first_call_correct.rate));
+    let abstain = g.abstain.map(|a| a.rate).unwrap_or(-1.0);
+    r += &num_td(
+        abstain,
+        g.abstain.map(|a| pct(a.rate)).unwrap_or_else(|| "-".into()),
+    );
+    r += &num_td(
+        g.tokens["first_turn"].median,
+        format!("{:.0}", g.tokens["first_turn"].median),
+    );
+    r += &num_td(
+        g.tokens["billed_input"].median,
+        format!("{:.0}", g.tokens["billed_input"].median),
+    );
+    r += &num_td(
+        g.tokens["billed_input"].p95,
+        format!("{:.0}", g.tokens["billed_input"].p95),
+    );
+    let s = g.savings_first_turn.unwrap_or(0.0);
+    r += &num_td(
+        -s,
+        g.savings_first_turn
+            .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
+            .unwrap_or_else(|| "-".into()),
+    );
+    r += &num_td(g.protocol_error.rate, pct(g.protocol_error.rate));
+    r += "</tr>";
+    r
+}
+
+fn group_table(groups: &[&Group], with_scenario: bool) -> String {
+    let mut t = String::from("<table class=sortable><thead><tr>");
+    if with_scenario {
+        t += "<th class=l>scenario</th>";
+    }
+    t += "<th class=l>mode</th><th class=l>model</th>";
+    for h in [
+        "n",
+        "exact [95% CI]",
+        "F1",
+        "first call",
+        "abstain",
+        "first-turn tok",
+        "billed in (median)",
+        "billed in (p95)",
+        "first turn vs legacy",
+        "protocol errors",
+    ] {
+        let _ = write!(t, "<th data-numeric=1>{h}</th>");
+    }
+    t += "</tr></thead><tbody>";
+    for g in groups {
+        t += &group_row(g, with_scenario);
+    }
+    t += "</tbody></table>";
+    t
+}
+
+fn comparison_html(c: &Comparison) -> String {
+    let mut s = format!(
+        "<section id=comparison><h2>Comparison with baseline <code>{}</code>: <span class={}>{}</span></h2>",
+        esc(&c.baseline_run),
+        if c.regressed() { "bad" } else { "good" },
+        if c.regressed() { "regressed" } else { "no regression" }
+    );
+    s += "<table class=sortable><thead><tr><th class=l>verdict</th><th class=l>scenario</th><th class=l>mode</th><th class=l>model</th><th class=l>metric</th><th data-numeric=1>baseline</th><th data-numeric=1>current</th><th data-numeric=1>change</th><th data-numeric=1>threshold</th></tr></thead><tbody>";
+    for m in c
+        .metrics
+        .iter()
+        .filter(|m| m.verdict != Verdict::WithinNoise)
+    {
+        let (cls, v) = if m.verdict == Verdict::Regressed {
+            ("bad", "regressed")
+        } else {
+            ("good", "improved")
+        };
+        let _ = write!(
+            s,
+            "<tr><td class='l {cls}'>{v}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td data-v={}>{:.3}</td><td data-v={}>{:.3}</td><td data-v={}>{:+.2}</td><td data-v={}>{:.2}</td></tr>",
+            esc(&m.scenario), esc(&m.mode), esc(&m.model), esc(&m.metric), m.baseline, m.baseline, m.current, m.current, m.delta, m.delta, m.threshold, m.threshold
+        );
+    }
+    s += "</tbody></table>";
+    if !c.queries.is_empty() {
+        s += "<h3>Queries whose result changed</h3><ul>";
+        for q in &c.queries {
+            let _ = write!(
+                s,
+                "<li>{} / {} / {} / <b>{}</b>: {:.0}% → {:.0}%</li>",
+                esc(&q.scenario),
+                esc(&q.mode),
+                esc(&q.model),
+                esc(&q.query_id),
+                q.baseline_exact * 100.0,
+                q.current_exact * 100.0
+            );
+        }
+        s += "</ul>";
+    }
+    s += "</section>";
+    s
+}
+
+fn clip(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= TEXT_LIMIT {
+        text.to_string()
+    } else {
+        let head: String = text.chars().take(TEXT_LIMIT).collect();
+        format!("{head}\n… ({} more characters)", n - TEXT_LIMIT)
+    }
+}
+
+fn outcome_html(o: &Outcome) -> String {
+    let mark = |b: bool| {
+        if b {
+            "<span class=ok>✓</span>"
+        } else {
+            "<span class=no>✗</span>"
+        }
+    };
+    let mut s = format!(
+        "<details><summary>{} {} · {}{} — {} turns, {} billed input tokens</summary>",
+        mark(o.score.exact),
+        esc(&o.mode),
+        esc(&o.model),
+        if o.repeat > 0 {
+            format!(" #{}", o.repeat)
+        } else {
+            String::new()
+        },
+        o.protocol.turns,
+        o.tokens.billed_input
+    );
+    let expected: Vec<String> = o
+        .expected
+        .get("calls")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    c.get("address")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let predicted: Vec<String> = o.score.predicted.iter().map(|a| a.to_string()).collect();
+    let _ = write!(
+        s,
+        "<p style='font-size:13px'>expected: <code>{}</code><br>made: <code>{}</code><br>exact {} · F1 {:.2} · args {} · schema {} · forbidden hit {} · protocol errors {}</p>",
+        esc(&if expected.is_empty() { "(no call)".to_string() } else { expected.join(", ") }),
+        esc(&if predicted.is_empty() { "(no call)".to_string() } else { predicted.join(", ") }),
+        mark(o.score.exact),
+        o.score.f1,
+        o.score.args_ok.map(mark).unwrap_or("-"),
+        o.score.schema_valid.map(mark).unwrap_or("-"),
+        if o.score.forbidden_hit { "<span class=no>yes</span>" } else { "no" },
+        o.protocol.errors()
+    );
+    if let Some(sel) = &o.selection {
+        let _ = write!(
+            s,
+            "<p style='font-size:13px'>selection step ({} tools, {} tokens): {}</p>",
+            sel.tools_before,
+            o.tokens.selection,
+            esc(&match &sel.selected {
+                Some(v) => format!("kept {}", v.join(", ")),
+                None => "unusable answer, all tools kept".into(),
+            })
+        );
+    }
+    for t in &o.turns {
+        let _ = write!(s, "<details><summary>turn {} — request {} tokens, {} tools visible</summary><table><thead><tr><th class=l>layer</th><th class=l>what</th><th>tokens</th></tr></thead><tbody>", t.turn, t.request_tokens, t.tools_visible);
+        for e in &t.entered {
+            let text = match (&e.text, e.layer.as_str()) {
+                (_, "system") => {
+                    "<br><i>system prompt: see this scenario's contexts above</i>".to_string()
+                }
+                (Some(x), _) => format!("<pre>{}</pre>", esc(&clip(x))),
+                _ => String::new(),
+            };
+            let _ = write!(
+                s,
+                "<tr><td class=l>{}</td><td class=l><code>{}</code>{text}</td><td>{}</td></tr>",
+                esc(&e.layer),
+                esc(&clip(&e.what)),
+                e.tokens
+            );
+        }
+        s += "</tbody></table></details>";
+    }
+    if !o.calls.is_empty() {
+        s += "<table><thead><tr><th>turn</th><th class=l>call</th><th class=l>effect</th><th class=l>address</th><th class=l>note</th></tr></thead><tbody>";
+        for c in &o.calls {
+            let note = c
+                .error
+                .clone()
+                .unwrap_or_else(|| c.schema_errors.join("; "));
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td class=l><code>{}({})</code></td><td class=l>{}</td><td class=l>{}</td><td class=l>{}{}</td></tr>",
+                c.turn,
+                esc(&c.tool),
+                esc(&clip(&c.arguments)),
+                esc(&c.effect),
+                esc(&c.address.as_ref().map(|a| a.to_string()).unwrap_or_default()),
+                esc(&note),
+                if c.blind { " (blind)" } else { "" }
+            );
+        }
+        s += "</tbody></table>";
+    }
+    if let Some(e) = &o.infra_error {
+        let _ = write!(s, "<p class=bad>infra error: {}</p>", esc(e));
+    }
+    s += "</details>";
+    s
+}
+
+/// The drill-down of every scenario: per query, its outcomes; plus each mode's system
+/// prompt once. Streams the outcome file.
+fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usize)> {
+    // scenario → query → (text, tags, outcome html); scenario → mode → system prompt.
+    let mut per: BTreeMap<String, BTreeMap<String, (String, Vec<String>, String)>> =
+        BTreeMap::new();
+    let mut prompts: BTreeMap<String, BTreeMap<String, (usize, String)>> = BTreeMap::new();
+    let mut shown = 0;
+    let mut skipped = 0;
+    let f = File::open(outcomes)?;
+    for line in BufReader::new(f).lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if shown >= DRILL_LIMIT {
+            skipped += 1;
+            continue;
+        }
+        let o: Outcome = serde_json::from_str(&line)?;
+        shown += 1;
+        if let Some(first) = o.turns.first() {
+            for e in &first.entered {
+                if e.layer == "system" {
+                    if let Some(t) = &e.text {
+                        prompts
+                            .entry(o.scenario.clone())
+                            .or_default()
+                            .entry(o.mode.clone())
+                            .or_insert((e.tokens, t.clone()));
+                    }
+                }
+            }
+        }
+        let text = first_user_text(&o);
+        let entry = per
+            .entry(o.scenario.clone())
+            .or_default()
+            .entry(o.query_id.clone())
+            .or_insert_with(|| (text, o.tags.clone(), String::new()));
+        entry.2 += &outcome_html(&o);
+    }
+    let mut out = BTreeMap::new();
+    for (sc, queries) in per {
+        let mut s = String::from("<h3>Contexts</h3>");
+        for (mode, (tokens, text)) in prompts.get(&sc).into_iter().flatten() {
+            let _ = write!(s, "<details><summary>system prompt under {} ({tokens} tokens)</summary><pre>{}</pre></details>", esc(mode), esc(text));
+        }
+        s += "<h3>Queries</h3>";
+        for (qid, (text, tags, body)) in queries {
+            let tags: String = tags
+                .iter()
+                .map(|t| format!("<span class=tag>{}</span>", esc(t)))
+                .collect();
+            let _ = write!(
+                s,
+                "<details class=query><summary><b>{}</b> {tags} — {}</summary>{body}</details>",
+                esc(&qid),
+                esc(&text)
+            );
+        }
+        out.insert(sc, s);
+    }
+    Ok((out, skipped))
+}
+
+fn first_user_text(o: &Outcome) -> String {
+    o.turns
+        .first()
+        .and_then(|t| t.entered.iter().find(|e| e.layer == "query"))
+        .and_then(|e| e.text.clone())
+        .unwrap_or_default()
+}
+
+/// The whole page.
+pub fn render(
+    s: &Summary,
+    outcomes: &Path,
+    comparison: Option<&Comparison>,
+    plots: &Path,
+) -> anyhow::Result<String> {
+    let (drill, skipped) = drill_down(outcomes)?;
+    let charts: BTreeMap<String, (String, String)> = chart_list(s)
+        .into_iter()
+        .filter_map(|(stem, title)| {
+            let svg = std::fs::read_to_string(plots.join(format!("{stem}.svg"))).ok()?;
+            Some((stem, (title, svg)))
+        })
+        .collect();
+    let figure = |stem: &str| -> String {
+        charts
+            .get(stem)
+            .map(|(title, svg)| {
+                let svg = svg.trim_start_matches(|c| c != '<').to_string();
+                let svg = match svg.find("<svg") {
+                    Some(i) => svg[i..].to_string(),
+                    None => svg,
+                };
+                format!(
+                    "<figure>{svg}<figcaption>{}</figcaption></figure>",
+                    esc(title)
+                )
+            })
+            .unwrap_or_default()
+    };
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8><meta name=viewport content='width=device-width, initial-scale=1'><title>discbench {}</title><style>{CSS}</style><script>window.__errors=[];window.addEventListener('error',function(e){{window.__errors.push(String(e.message))}});</script></head><body>",
+        esc(&s.run_id)
+    );
+    let _ = write!(
+        page,
+        "<header><h1>discbench run {}</h1><p>{} outcomes · tokenizer {} · rates with Wilson 95% intervals, tokens as medians per outcome</p></header><nav><a href='#overview'>overview</a>",
+        esc(&s.run_id),
+        s.outcomes,
+        esc(&s.tokenizer)
+    );
+    let names = scenarios(s);
+    for sc in &names {
+        let _ = write!(
+            page,
+            "<a href='#s-{}'>{}</a>",
+            super::plots::slug(sc),
+            esc(sc)
+        );
+    }
+    page += "</nav><main><pre id=selftest data-result='not run' style='display:none'></pre>";
+    if let Some(c) = comparison {
+        page += &comparison_html(c);
+    }
+    page += "<section id=overview><h2>Overview</h2>";
+    let all: Vec<&Group> = s.groups.iter().collect();
+    page += &group_table(&all, true);
+    page += "<div class=charts>";
+    page += &figure("catalog-size-accuracy");
+    page += &figure("catalog-size-tokens");
+    page += "</div></section>";
+    for sc in &names {
+        let sl = super::plots::slug(sc);
+        let _ = write!(page, "<section id='s-{sl}'><h2>{}</h2>", esc(sc));
+        let groups: Vec<&Group> = s.groups.iter().filter(|g| &g.scenario == sc).collect();
+        page += &group_table(&groups, false);
+        page += "<div class=charts>";
+        for kind in ["tokens", "accuracy", "pareto"] {
+            page += &figure(&format!("{kind}-{sl}"));
+        }
+        page += "</div>";
+        let pairs: Vec<_> = s.pairs.iter().filter(|p| &p.scenario == sc).collect();
+        if !pairs.is_empty() {
+            page += "<h3>Paired McNemar tests (exact match)</h3><table class=sortable><thead><tr><th class=l>model</th><th class=l>mode A</th><th class=l>mode B</th><th data-numeric=1>pairs</th><th data-numeric=1>A only</th><th data-numeric=1>B only</th><th data-numeric=1>p</th></tr></thead><tbody>";
+            for p in pairs {
+                let _ = write!(
+                    page,
+                    "<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{}</td><td data-v={}>{:.4}</td></tr>",
+                    esc(&p.model), esc(&p.mode_a), esc(&p.mode_b), p.n, p.n, p.a_only, p.a_only, p.b_only, p.b_only, p.p_value, p.p_value
+                );
+            }
+            page += "</tbody></table>";
+        }
+        if let Some(d) = drill.get(sc) {
+            page += d;
+        }
+        page += "</section>";
+    }
+    if skipped > 0 {
+        let _ = write!(page, "<p>The drill-down shows the first {DRILL_LIMIT} outcomes; {skipped} more are in outcomes.jsonl.</p>");
+    }
+    let _ = write!(page, "</main><script>{JS}</script></body></html>\n");
+    Ok(page)
+}

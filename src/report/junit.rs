@@ -1,0 +1,149 @@
+//! `junit.xml`: one test case per query × mode × model (× repeat), streamed from
+//! `outcomes.jsonl`. A case fails when its calls are not an exact match; the failure
+//! carries the expected and the actual calls. Infra errors are `<error>`s.
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Exporter, ReportCx};
+use crate::score::Score;
+
+pub struct Junit;
+
+#[derive(Deserialize)]
+struct Case {
+    scenario: String,
+    query_id: String,
+    mode: String,
+    model: String,
+    repeat: usize,
+    expected: Value,
+    score: Score,
+    calls: Vec<Value>,
+    infra_error: Option<String>,
+}
+
+impl Exporter for Junit {
+    fn name(&self) -> &'static str {
+        "junit.xml"
+    }
+
+    fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
+        let s = cx.summary;
+        let failures: u64 = s.groups.iter().map(|g| g.n - g.exact.k).sum();
+        let errors: u64 = s.groups.iter().map(|g| g.infra_errors).sum();
+        let tmp = dir.join("junit.xml.partial");
+        let mut w = BufWriter::new(
+            File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?,
+        );
+        writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+        writeln!(
+            w,
+            r#"<testsuites name="discbench" tests="{}" failures="{failures}" errors="{errors}">"#,
+            s.outcomes
+        )?;
+        writeln!(
+            w,
+            r#"  <testsuite name="{}" tests="{}" failures="{failures}" errors="{errors}">"#,
+            esc(&s.run_id),
+            s.outcomes
+        )?;
+        let f = File::open(cx.outcomes)
+            .with_context(|| format!("cannot read {}", cx.outcomes.display()))?;
+        for line in BufReader::new(f).lines() {
+            let line = line?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let c: Case = serde_json::from_str(&line)?;
+            w.write_all(case(&c).as_bytes())?;
+        }
+        writeln!(w, "  </testsuite>\n</testsuites>")?;
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&tmp, dir.join("junit.xml")).context("cannot write junit.xml")
+    }
+}
+
+fn case(c: &Case) -> String {
+    let mut out = String::new();
+    let name = if c.repeat > 0 {
+        format!("{}#{}", c.query_id, c.repeat)
+    } else {
+        c.query_id.clone()
+    };
+    let _ = write!(
+        out,
+        r#"    <testcase classname="{}" name="{}""#,
+        esc(&format!("{}.{}.{}", c.scenario, c.mode, c.model)),
+        esc(&name)
+    );
+    if let Some(e) = &c.infra_error {
+        let _ = writeln!(
+            out,
+            ">\n      <error message=\"{}\"/>\n    </testcase>",
+            esc(e)
+        );
+    } else if c.score.exact {
+        let _ = writeln!(out, "/>");
+    } else {
+        let expected = c.expected.get("calls").cloned().unwrap_or(Value::Null);
+        let predicted: Vec<String> = c.score.predicted.iter().map(|a| a.to_string()).collect();
+        let actual: Vec<String> = c
+            .calls
+            .iter()
+            .map(|k| {
+                format!(
+                    "{} {}",
+                    k.get("tool").and_then(Value::as_str).unwrap_or(""),
+                    k.get("arguments").and_then(Value::as_str).unwrap_or("")
+                )
+            })
+            .collect();
+        let want: Vec<String> = expected
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| {
+                        x.get("address")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            ">\n      <failure message=\"expected [{}], got [{}]\">expected calls: {}\nactual calls:\n{}</failure>\n    </testcase>",
+            esc(&want.join(", ")),
+            esc(&predicted.join(", ")),
+            esc(&expected.to_string()),
+            esc(&actual.join("\n"))
+        );
+    }
+    out
+}
+
+/// Escapes text for XML attributes and content.
+pub fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
+            c => o.push(c),
+        }
+    }
+    o
+}

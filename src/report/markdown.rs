@@ -1,0 +1,92 @@
+//! `summary.md`: a compact Markdown summary, fit for `$GITHUB_STEP_SUMMARY` — one
+//! table per scenario, the paired tests, and the verdict against a baseline.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use super::{pct, write_atomic, Exporter, ReportCx};
+use crate::aggregate::Summary;
+use crate::compare::Comparison;
+
+pub struct SummaryMd;
+
+impl Exporter for SummaryMd {
+    fn name(&self) -> &'static str {
+        "summary.md"
+    }
+
+    fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
+        write_atomic(
+            &dir.join("summary.md"),
+            render(cx.summary, cx.comparison).as_bytes(),
+        )
+    }
+}
+
+/// The Markdown text.
+pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# discbench run `{}`\n", s.run_id);
+    let _ = writeln!(out, "{} outcomes, tokenizer `{}`. Rates with Wilson 95% intervals; tokens are medians per outcome.\n", s.outcomes, s.tokenizer);
+    if let Some(c) = comparison {
+        out.push_str(&crate::compare::markdown(c));
+        out.push('\n');
+    }
+    let mut scenarios: Vec<&str> = s.groups.iter().map(|g| g.scenario.as_str()).collect();
+    scenarios.dedup();
+    for sc in scenarios {
+        let _ = writeln!(out, "## {sc}\n");
+        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
+        let _ = writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---|");
+        for g in s.groups.iter().filter(|g| g.scenario == sc) {
+            let infra = if g.infra_errors > 0 {
+                format!(" (+{} infra)", g.infra_errors)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {} | {} | {} |",
+                g.mode,
+                g.model,
+                g.n,
+                infra,
+                pct(g.exact.rate),
+                pct(g.exact.lo),
+                pct(g.exact.hi),
+                g.f1,
+                g.tokens["first_turn"].median,
+                g.tokens["billed_input"].median,
+                g.savings_first_turn
+                    .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
+                    .unwrap_or_else(|| "-".into()),
+                pct(g.protocol_error.rate),
+                format!(
+                    "k={}: {} / {}",
+                    g.pass.k,
+                    pct(g.pass.pass_at_k),
+                    pct(g.pass.pass_hat_k)
+                ),
+            );
+        }
+        out.push('\n');
+        let pairs: Vec<_> = s.pairs.iter().filter(|p| p.scenario == sc).collect();
+        if !pairs.is_empty() {
+            let _ = writeln!(out, "Paired McNemar tests of exact match:\n");
+            let _ = writeln!(
+                out,
+                "| model | mode A | mode B | pairs | A only | B only | p |"
+            );
+            let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|");
+            for p in pairs {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} | {} | {} | {:.4} |",
+                    p.model, p.mode_a, p.mode_b, p.n, p.a_only, p.b_only, p.p_value
+                );
+            }
+            out.push('\n');
+        }
+    }
+    out
+}

@@ -1,0 +1,83 @@
+//! Accuracy by mode: exact-match rate per mode × model with Wilson 95% whiskers.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use super::{color, err, label, Chart, FONT};
+use crate::aggregate::Group;
+
+pub struct AccuracyByMode<'a> {
+    pub scenario: &'a str,
+    pub groups: &'a [&'a Group],
+}
+
+impl Chart for AccuracyByMode<'_> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        area.fill(&WHITE).map_err(err)?;
+        let n = self.groups.len();
+        let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{}: exact match with 95% intervals", self.scenario),
+                (FONT, 22),
+            )
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(70)
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..100f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc("exact match (%)")
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(self.groups.iter().enumerate().map(|(i, g)| {
+                Rectangle::new(
+                    [
+                        (SegmentValue::Exact(i), 0.0),
+                        (SegmentValue::Exact(i + 1), g.exact.rate * 100.0),
+                    ],
+                    color(i).mix(0.8).filled(),
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(self.groups.iter().enumerate().map(|(i, g)| {
+                PathElement::new(
+                    vec![
+                        (SegmentValue::CenterOf(i), g.exact.lo * 100.0),
+                        (SegmentValue::CenterOf(i), g.exact.hi * 100.0),
+                    ],
+                    BLACK.stroke_width(2),
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(self.groups.iter().enumerate().map(|(i, g)| {
+                // Below the whisker's lower end, inside the bar, centred.
+                let style = TextStyle::from((FONT, 14).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Center));
+                Text::new(
+                    format!("{:.1}%", g.exact.rate * 100.0),
+                    (
+                        SegmentValue::CenterOf(i),
+                        (g.exact.lo * 100.0 - 6.0).max(3.0),
+                    ),
+                    style,
+                )
+            }))
+            .map_err(err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! Plots with plotters, each chart one file, each drawn once as SVG and once as PNG
+//! into `plots/`: tokens by mode stacked by ledger layer, accuracy by mode with
+//! Wilson whiskers, accuracy against first-turn tokens with the Pareto front, and —
+//! when the run holds several catalog sizes — accuracy and tokens against catalog
+//! size. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
+
+mod accuracy;
+mod catalog_size;
+mod pareto;
+mod tokens;
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{write_atomic, Exporter, ReportCx};
+use crate::aggregate::{Group, Summary};
+
+pub const WIDTH: u32 = 960;
+pub const HEIGHT: u32 = 540;
+pub const FONT: &str = "sans-serif";
+
+static FONT_BYTES: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
+static REGISTER: Once = Once::new();
+
+/// Registers the vendored font once per process.
+pub fn register_font() {
+    REGISTER.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold] {
+            let _ = plotters::style::register_font(FONT, style, FONT_BYTES);
+        }
+    });
+}
+
+/// A chart that can draw itself on any backend.
+pub trait Chart {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>;
+}
+
+/// Maps a plotters error to text.
+pub fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("{e:?}")
+}
+
+/// Draws `chart` to `plots/<stem>.svg` and `plots/<stem>.png`.
+pub fn render<C: Chart>(chart: &C, dir: &Path, stem: &str) -> anyhow::Result<()> {
+    register_font();
+    let mut svg = String::new();
+    {
+        let area = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        chart.draw(&area).map_err(anyhow::Error::msg)?;
+        area.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes())?;
+    let png = dir.join(format!("{stem}.png"));
+    let tmp = dir.join(format!("{stem}.partial.png"));
+    {
+        let area = BitMapBackend::new(&tmp, (WIDTH, HEIGHT)).into_drawing_area();
+        chart.draw(&area).map_err(anyhow::Error::msg)?;
+        area.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    std::fs::rename(&tmp, &png)?;
+    Ok(())
+}
+
+/// A colour per series, stable by index.
+pub fn color(i: usize) -> RGBColor {
+    const P: [RGBColor; 10] = [
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+        RGBColor(188, 189, 34),
+        RGBColor(23, 190, 207),
+    ];
+    P[i % P.len()]
+}
+
+/// The label of a group on an axis.
+pub fn label(g: &Group) -> String {
+    format!("{} · {}", g.mode, g.model)
+}
+
+/// Scenario names in summary order.
+pub fn scenarios(s: &Summary) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for g in &s.groups {
+        if !v.contains(&g.scenario) {
+            v.push(g.scenario.clone());
+        }
+    }
+    v
+}
+
+/// A file-name-safe form of a scenario name.
+pub fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Every chart of a summary: (stem, title) pairs, in display order.
+pub fn chart_list(s: &Summary) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for sc in scenarios(s) {
+        let sl = slug(&sc);
+        v.push((format!("tokens-{sl}"), format!("{sc}: tokens by mode")));
+        v.push((format!("accuracy-{sl}"), format!("{sc}: accuracy by mode")));
+        v.push((
+            format!("pareto-{sl}"),
+            format!("{sc}: accuracy vs first-turn tokens"),
+        ));
+    }
+    if catalog_size::applies(s) {
+        v.push((
+            "catalog-size-accuracy".into(),
+            "accuracy vs catalog size".into(),
+        ));
+        v.push((
+            "catalog-size-tokens".into(),
+            "tokens vs catalog size".into(),
+        ));
+    }
+    v
+}
+
+pub struct Plots;
+
+impl Exporter for Plots {
+    fn name(&self) -> &'static str {
+        "plots"
+    }
+
+    fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
+        let out = dir.join("plots");
+        std::fs::create_dir_all(&out)?;
+        let s = cx.summary;
+        for sc in scenarios(s) {
+            let groups: Vec<&Group> = s
+                .groups
+                .iter()
+                .filter(|g| g.scenario == sc && g.n > 0)
+                .collect();
+            if groups.is_empty() {
+                continue;
+            }
+            let sl = slug(&sc);
+            render(
+                &tokens::TokensByMode {
+                    scenario: &sc,
+                    groups: &groups,
+                },
+                &out,
+                &format!("tokens-{sl}"),
+            )?;
+            render(
+                &accuracy::AccuracyByMode {
+                    scenario: &sc,
+                    groups: &groups,
+                },
+                &out,
+                &format!("accuracy-{sl}"),
+            )?;
+            render(
+                &pareto::Pareto {
+                    scenario: &sc,
+                    groups: &groups,
+                },
+                &out,
+                &format!("pareto-{sl}"),
+            )?;
+        }
+        if catalog_size::applies(s) {
+            render(
+                &catalog_size::BySize {
+                    summary: s,
+                    tokens: false,
+                },
+                &out,
+                "catalog-size-accuracy",
+            )?;
+            render(
+                &catalog_size::BySize {
+                    summary: s,
+                    tokens: true,
+                },
+                &out,
+                "catalog-size-tokens",
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Tokens by mode: one stacked bar per mode × model, split by ledger layer (medians
+//! per outcome).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::{color, err, label, Chart, FONT};
+use crate::aggregate::Group;
+
+/// The layers that make up what a run sends and receives.
+pub const STACK: [&str; 6] = [
+    "system",
+    "tool_defs",
+    "fetched",
+    "results",
+    "output",
+    "selection",
+];
+
+pub struct TokensByMode<'a> {
+    pub scenario: &'a str,
+    pub groups: &'a [&'a Group],
+}
+
+impl Chart for TokensByMode<'_> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        area.fill(&WHITE).map_err(err)?;
+        let n = self.groups.len();
+        let totals: Vec<f64> = self
+            .groups
+            .iter()
+            .map(|g| STACK.iter().map(|l| g.tokens[*l].median).sum())
+            .collect();
+        let ymax = totals.iter().cloned().fold(1.0, f64::max) * 1.15;
+        let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
+        let mut chart = ChartBuilder::on(area)
+            .caption(
+                format!("{}: median tokens per outcome, by layer", self.scenario),
+                (FONT, 22),
+            )
+            .margin(16)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc("tokens")
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 15))
+            .draw()
+            .map_err(err)?;
+        let mut base = vec![0.0; n];
+        for (li, layer) in STACK.iter().enumerate() {
+            let c = color(li);
+            let bars: Vec<Rectangle<(SegmentValue<usize>, f64)>> = self
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    let v = g.tokens[*layer].median;
+                    let r = Rectangle::new(
+                        [
+                            (SegmentValue::Exact(i), base[i]),
+                            (SegmentValue::Exact(i + 1), base[i] + v),
+                        ],
+                        c.filled(),
+                    );
+                    base[i] += v;
+                    r
+                })
+                .collect();
+            chart
+                .draw_series(bars)
+                .map_err(err)?
+                .label(*layer)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], c.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .label_font((FONT, 13))
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(err)?;
+        Ok(())
+    }
+}
