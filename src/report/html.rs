@@ -346,12 +346,14 @@ fn outcome_html(o: &Outcome) -> String {
     s
 }
 
+/// Per scenario, per query: its text, tags and the outcomes' HTML.
+type Queries = BTreeMap<String, BTreeMap<String, (String, Vec<String>, String)>>;
+
 /// The drill-down of every scenario: per query, its outcomes; plus each mode's system
 /// prompt once. Streams the outcome file.
 fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usize)> {
     // scenario → query → (text, tags, outcome html); scenario → mode → system prompt.
-    let mut per: BTreeMap<String, BTreeMap<String, (String, Vec<String>, String)>> =
-        BTreeMap::new();
+    let mut per: Queries = BTreeMap::new();
     let mut prompts: BTreeMap<String, BTreeMap<String, (usize, String)>> = BTreeMap::new();
     let mut shown = 0;
     let mut skipped = 0;
@@ -514,6 +516,6 @@ pub fn render(
     if skipped > 0 {
         let _ = write!(page, "<p>The drill-down shows the first {DRILL_LIMIT} outcomes; {skipped} more are in outcomes.jsonl.</p>");
     }
-    let _ = write!(page, "</main><script>{JS}</script></body></html>\n");
+    let _ = writeln!(page, "</main><script>{JS}</script></body></html>");
     Ok(page)
 }

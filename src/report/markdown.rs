@@ -46,7 +46,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {} | {} | {} |",
+                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {} | {} | k={}: {} / {} |",
                 g.mode,
                 g.model,
                 g.n,
@@ -61,12 +61,9 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                     .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),
                 pct(g.protocol_error.rate),
-                format!(
-                    "k={}: {} / {}",
-                    g.pass.k,
-                    pct(g.pass.pass_at_k),
-                    pct(g.pass.pass_hat_k)
-                ),
+                g.pass.k,
+                pct(g.pass.pass_at_k),
+                pct(g.pass.pass_hat_k),
             );
         }
         out.push('\n');

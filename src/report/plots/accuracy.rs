@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{color, err, label, Chart, FONT};
+use super::{bar_frame, color, err, label, Chart, FONT};
 use crate::aggregate::Group;
 
 pub struct AccuracyByMode<'a> {
@@ -15,32 +15,14 @@ pub struct AccuracyByMode<'a> {
 impl Chart for AccuracyByMode<'_> {
     fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
         area.fill(&WHITE).map_err(err)?;
-        let n = self.groups.len();
         let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!("{}: exact match with 95% intervals", self.scenario),
-                (FONT, 22),
-            )
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(70)
-            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..100f64)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .y_desc("exact match (%)")
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
+        let mut chart = bar_frame(
+            area,
+            format!("{}: exact match with 95% intervals", self.scenario),
+            &labels,
+            100.0,
+            "exact match (%)",
+        )?;
         chart
             .draw_series(self.groups.iter().enumerate().map(|(i, g)| {
                 Rectangle::new(

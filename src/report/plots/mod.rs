@@ -12,6 +12,8 @@ mod tokens;
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::coord::ranged1d::SegmentedCoord;
+use plotters::coord::types::{RangedCoordf64, RangedCoordusize};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -63,6 +65,45 @@ pub fn render<C: Chart>(chart: &C, dir: &Path, stem: &str) -> anyhow::Result<()>
     }
     std::fs::rename(&tmp, &png)?;
     Ok(())
+}
+
+/// A bar chart with one segment per label along x.
+pub type BarChart<'a, DB> =
+    ChartContext<'a, DB, Cartesian2d<SegmentedCoord<RangedCoordusize>, RangedCoordf64>>;
+
+/// The frame both bar charts share: caption, one segment per label, a y axis from 0
+/// to `ymax` with integer labels, and the mesh drawn.
+pub fn bar_frame<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: String,
+    labels: &[String],
+    ymax: f64,
+    ydesc: &str,
+) -> Result<BarChart<'a, DB>, String> {
+    let n = labels.len();
+    // Integer ranges are inclusive in plotters: 0..n-1 gives n segments.
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (FONT, 22))
+        .margin(16)
+        .x_label_area_size(50)
+        .y_label_area_size(80)
+        .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..ymax)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(n)
+        .x_label_formatter(&|v| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
+            _ => String::new(),
+        })
+        .y_desc(ydesc)
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 15))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
 }
 
 /// A colour per series, stable by index.

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, err, label, Chart, FONT};
+use super::{bar_frame, color, err, label, Chart, FONT};
 use crate::aggregate::Group;
 
 /// The layers that make up what a run sends and receives.
@@ -33,30 +33,13 @@ impl Chart for TokensByMode<'_> {
             .collect();
         let ymax = totals.iter().cloned().fold(1.0, f64::max) * 1.15;
         let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
-        let mut chart = ChartBuilder::on(area)
-            .caption(
-                format!("{}: median tokens per outcome, by layer", self.scenario),
-                (FONT, 22),
-            )
-            .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
-            .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..ymax)
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
-            .y_desc("tokens")
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 15))
-            .draw()
-            .map_err(err)?;
+        let mut chart = bar_frame(
+            area,
+            format!("{}: median tokens per outcome, by layer", self.scenario),
+            &labels,
+            ymax,
+            "tokens",
+        )?;
         let mut base = vec![0.0; n];
         for (li, layer) in STACK.iter().enumerate() {
             let c = color(li);
