@@ -19,8 +19,7 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = IgnoreBrokenPipe(std::io::stdout().lock());
     let code = match dispatch(cli, Environment::detect(), &mut out) {
         Ok(code) => code,
         Err(f) => {
@@ -31,4 +30,24 @@ fn main() {
     };
     let _ = out.flush();
     std::process::exit(code);
+}
+
+/// Standard output where a closed pipe (`discbench run | head`) is not an error: the
+/// rest is dropped and the work — outcomes, reports — goes on.
+struct IgnoreBrokenPipe<W: Write>(W);
+
+impl<W: Write> Write for IgnoreBrokenPipe<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self.0.write(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(buf.len()),
+            other => other,
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self.0.flush() {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            other => other,
+        }
+    }
 }

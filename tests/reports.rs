@@ -395,3 +395,24 @@ fn html_is_self_contained() {
         assert!(real.is_empty(), "{needle}: {real:?}");
     }
 }
+
+#[test]
+fn a_closed_stdout_is_not_an_error_and_the_report_is_still_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--run-id",
+            "pipe",
+            "--out",
+        ])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(dir.path().join("pipe/index.html").is_file());
+}

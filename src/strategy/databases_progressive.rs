@@ -92,6 +92,20 @@ pub fn describe(d: &Database, table: Option<&str>) -> Option<String> {
     Some(json!({"database": d.name, "tables": tables}).to_string())
 }
 
+/// The tables of `d` whose names occur in `sql` as whole words (case-insensitive).
+pub fn tables_named(d: &Database, sql: &str) -> Vec<String> {
+    let words: Vec<String> = sql
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    d.tables
+        .iter()
+        .filter(|t| words.contains(&t.name.to_lowercase()))
+        .map(|t| t.name.clone())
+        .collect()
+}
+
 /// The error for a table name the database does not have.
 pub fn unknown_table(d: &Database, table: &str) -> Resolution {
     Resolution::error(
@@ -173,17 +187,59 @@ impl Strategy for DatabasesProgressive<'_> {
         let Address::Database(d) = &target.address else {
             return None;
         };
-        Some(if state.shown.contains(&target.address) {
+        if state.shown.contains(&target.address) {
             let sql = args.get("sql").cloned().unwrap_or(Value::Null);
-            (
+            return Some((
                 DATABASE.into(),
                 json!({"subcommand": "query", "database": d, "sql": sql}),
-            )
-        } else {
-            (
+            ));
+        }
+        // Discover only what the query needs: the one table its SQL names, else all.
+        let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
+        let named = self
+            .catalog
+            .database(d)
+            .map(|db| tables_named(db, sql))
+            .unwrap_or_default();
+        Some(match named.as_slice() {
+            [one] => (
+                DATABASE.into(),
+                json!({"subcommand": "discover", "database": d, "table": one}),
+            ),
+            _ => (
                 DATABASE.into(),
                 json!({"subcommand": "discover", "database": d}),
-            )
+            ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Table;
+
+    #[test]
+    fn tables_named_matches_whole_words_only() {
+        let t = |n: &str| Table {
+            name: n.into(),
+            description: String::new(),
+            columns: Vec::new(),
+        };
+        let d = Database {
+            name: "a".into(),
+            description: String::new(),
+            tables: vec![t("users"), t("user_events"), t("orders")],
+            seed_sql: None,
+        };
+        assert_eq!(
+            tables_named(&d, "SELECT * FROM Users u JOIN orders o ON o.uid = u.id"),
+            ["users", "orders"]
+        );
+        assert_eq!(
+            tables_named(&d, "SELECT count(*) FROM user_events"),
+            ["user_events"]
+        );
+        assert!(tables_named(&d, "SELECT 1").is_empty());
     }
 }
