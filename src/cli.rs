@@ -241,15 +241,36 @@ fn prepare(c: &Common) -> Result<Prepared, Failure> {
         return Err(Failure::Usage("--selection-max must be at least 1".into()));
     }
     let scenarios = scenario::load_all(&default_paths(&c.scenarios))?;
+    let selection = SelectionConfig {
+        threshold: c.selection_threshold,
+        max: c.selection_max,
+    };
+    // Render every scenario under every mode now: a template override that fails to
+    // render is bad input, found before a run directory is made.
+    for sc in &scenarios {
+        for m in &modes {
+            Composite::new(
+                &sc.catalog,
+                sc.agent.instructions.as_deref(),
+                m.with_overrides(&sc.agent.modes),
+                &templates,
+                selection,
+            )
+            .and_then(|comp| comp.check_templates())
+            .map_err(|e| {
+                Failure::Usage(format!(
+                    "scenario `{}` under mode `{}`: {e}",
+                    sc.name, m.label
+                ))
+            })?;
+        }
+    }
     Ok(Prepared {
         scenarios,
         modes,
         counter: Counter::new(encoding),
         templates,
-        selection: SelectionConfig {
-            threshold: c.selection_threshold,
-            max: c.selection_max,
-        },
+        selection,
     })
 }
 
@@ -329,9 +350,9 @@ fn finish_report(
     thresholds: &std::collections::BTreeMap<String, f64>,
     out: &mut dyn std::io::Write,
 ) -> Result<i32, Failure> {
-    let summary = report::summarize_run(dir).map_err(Failure::Infra)?;
+    let summary = report::summarize_run(dir).map_err(report_failure)?;
     let comparison = baseline.map(|b| compare::compare(b, &summary, thresholds));
-    report::write_all(dir, &summary, comparison.as_ref()).map_err(Failure::Infra)?;
+    report::write_all(dir, &summary, comparison.as_ref()).map_err(report_failure)?;
     let io = |e: std::io::Error| Failure::Infra(e.into());
     writeln!(out, "report: {}", dir.join("index.html").display()).map_err(io)?;
     if let Some(c) = &comparison {
@@ -343,6 +364,18 @@ fn finish_report(
         }
     }
     Ok(exit::OK)
+}
+
+/// A broken outcome file is bad input (exit 2); any other failure while reporting is
+/// the machine's (exit 3).
+fn report_failure(e: anyhow::Error) -> Failure {
+    if e.downcast_ref::<crate::aggregate::MalformedOutcomes>()
+        .is_some()
+    {
+        Failure::Usage(format!("{e:#}"))
+    } else {
+        Failure::Infra(e)
+    }
 }
 
 fn report_cmd(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {

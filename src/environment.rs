@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 use serde::Serialize;
@@ -13,6 +14,19 @@ use crate::catalog::{Address, Catalog, Target};
 
 /// Rows returned to the model by one query; more are cut with a note.
 pub const ROW_LIMIT: usize = 50;
+/// Rows compared when SQL is judged by execution: the judge sees whole results, not
+/// the page the model was shown.
+pub const JUDGE_ROW_LIMIT: usize = 100_000;
+/// Pragmas that only describe the schema; any other pragma given a value is refused.
+const INTROSPECTION_PRAGMAS: [&str; 7] = [
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_list",
+    "index_info",
+    "index_xinfo",
+    "foreign_key_list",
+];
 /// SQLite VM steps a query may take before it is stopped (guards against runaway joins).
 const STEP_BUDGET: u64 = 50_000_000;
 /// Wall-clock budget of one query, whatever its step count.
@@ -37,7 +51,7 @@ impl Databases {
     pub fn build(cat: &Catalog) -> Result<Databases, String> {
         let mut conns = BTreeMap::new();
         for db in &cat.databases {
-            let conn = Connection::open_with_flags(
+            let mut conn = Connection::open_with_flags(
                 ":memory:",
                 OpenFlags::SQLITE_OPEN_READ_WRITE
                     | OpenFlags::SQLITE_OPEN_CREATE
@@ -63,6 +77,21 @@ impl Databases {
                 .map_err(|e| format!("{}: the seed SQL fails: {e}", db.name))?;
             conn.pragma_update(None, "query_only", true)
                 .map_err(|e| format!("{}: cannot make the database read-only: {e}", db.name))?;
+            // SQLite calls ATTACH read-only; a model's SQL must not reach other files,
+            // nor change a setting such as `query_only`.
+            conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+                AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+                AuthAction::Pragma {
+                    pragma_name,
+                    pragma_value: Some(_),
+                } if !INTROSPECTION_PRAGMAS
+                    .contains(&pragma_name.to_ascii_lowercase().as_str()) =>
+                {
+                    Authorization::Deny
+                }
+                _ => Authorization::Allow,
+            }))
+            .map_err(|e| format!("{}: cannot install the SQL guard: {e}", db.name))?;
             conns.insert(db.name.clone(), std::cell::RefCell::new(conn));
         }
         Ok(Databases { conns })
@@ -123,6 +152,11 @@ impl Databases {
     /// Runs one read-only query. Writes, multiple statements and runaway queries are
     /// refused with a message for the model.
     pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, String> {
+        self.query_limited(db, sql, ROW_LIMIT)
+    }
+
+    /// [`Databases::query`] with another row limit (the SQL judge reads whole results).
+    pub fn query_limited(&self, db: &str, sql: &str, limit: usize) -> Result<QueryResult, String> {
         let mut conn = self
             .conns
             .get(db)
@@ -142,13 +176,13 @@ impl Databases {
             }),
         )
         .map_err(|e| e.to_string())?;
-        let result = run(&conn, sql);
+        let result = run(&conn, sql, limit);
         let _ = conn.progress_handler(0, None::<fn() -> bool>);
         result
     }
 }
 
-fn run(conn: &Connection, sql: &str) -> Result<QueryResult, String> {
+fn run(conn: &Connection, sql: &str, limit: usize) -> Result<QueryResult, String> {
     let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
     if !stmt.readonly() {
         return Err("only read-only queries are allowed".into());
@@ -159,7 +193,7 @@ fn run(conn: &Connection, sql: &str) -> Result<QueryResult, String> {
     let mut out = Vec::new();
     let mut truncated = false;
     while let Some(row) = rows.next().map_err(|e| e.to_string())? {
-        if out.len() == ROW_LIMIT {
+        if out.len() == limit {
             truncated = true;
             break;
         }
@@ -278,6 +312,35 @@ mod tests {
             json!(80)
         );
         assert!(dbs.query("hr", "SELECT * FROM nope").is_err());
+    }
+
+    #[test]
+    fn attach_and_setting_pragmas_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("other.db");
+        let dbs = Databases::build(&cat()).unwrap();
+        let e = dbs
+            .query("hr", &format!("ATTACH DATABASE '{}' AS x", file.display()))
+            .unwrap_err();
+        assert!(e.contains("not authorized"), "{e}");
+        assert!(!file.exists(), "ATTACH must not create a file");
+        assert!(dbs.query("hr", "PRAGMA query_only = 0").is_err());
+        assert!(
+            dbs.query("hr", "DELETE FROM people").is_err(),
+            "still read-only"
+        );
+        let cols = dbs.query("hr", "PRAGMA table_info(people)").unwrap();
+        assert_eq!(cols.rows.len(), 2, "schema introspection still works");
+        assert!(dbs.schema_mismatches(&cat()).is_empty());
+    }
+
+    #[test]
+    fn the_judge_reads_past_the_row_limit() {
+        let dbs = Databases::build(&cat()).unwrap();
+        let r = dbs
+            .query_limited("hr", "SELECT * FROM people", JUDGE_ROW_LIMIT)
+            .unwrap();
+        assert_eq!((r.rows.len(), r.truncated), (80, false));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::catalog::{Address, Catalog};
-use crate::environment::{same_rows, Databases};
+use crate::environment::{same_rows, Databases, JUDGE_ROW_LIMIT};
 use crate::scenario::{ExpectedCall, Order, Query};
 
 /// One call as the runner recorded it, with what it meant.
@@ -129,7 +129,18 @@ pub fn score(
 
     let expected: BTreeSet<&Address> = expect.calls.iter().map(|c| &c.address).collect();
     let pred: BTreeSet<&Address> = predicted.iter().collect();
-    let hits = pred.intersection(&expected).count() as f64;
+    // An expected skill the model read only after it had acted is a prediction (it
+    // chose to read it) but not a hit: its text was not there when it mattered.
+    let late: BTreeSet<&Address> = expected
+        .iter()
+        .copied()
+        .filter(|a| matches!(a, Address::Skill(n) if !acting_skills.contains(n)))
+        .filter(|a| pred.contains(a))
+        .collect();
+    let hits = pred
+        .intersection(&expected)
+        .filter(|a| !late.contains(*a))
+        .count() as f64;
     let precision = if pred.is_empty() {
         1.0
     } else {
@@ -146,7 +157,7 @@ pub fn score(
         } else {
             2.0 * precision * recall / (precision + recall)
         };
-    let mut exact = pred == expected;
+    let mut exact = pred == expected && late.is_empty();
     if exact && expect.order == Order::Sequence {
         let want: Vec<&Address> = expect
             .calls
@@ -163,7 +174,7 @@ pub fn score(
     let first_event = predicted.first();
     let first_call_correct = match first_event {
         None => expected.is_empty(),
-        Some(a) => expected.contains(a),
+        Some(a) => expected.contains(a) && !late.contains(a),
     };
     let abstain_ok = expected.is_empty().then_some(pred.is_empty());
     let forbidden_hit = predicted.iter().any(|a| expect.forbid.contains(a));
@@ -206,7 +217,8 @@ pub fn call_matches(e: &ExpectedCall, args: &Value, catalog: &Catalog, dbs: &Dat
         let Some(got) = args.get("sql").and_then(Value::as_str) else {
             return false;
         };
-        let (Ok(want), Ok(got)) = (dbs.query(db, sql), dbs.query(db, got)) else {
+        let judge = |q: &str| dbs.query_limited(db, q, JUDGE_ROW_LIMIT);
+        let (Ok(want), Ok(got)) = (judge(sql), judge(got)) else {
             return false;
         };
         return same_rows(&want, &got, sql.to_lowercase().contains("order by"));
@@ -270,7 +282,8 @@ fn type_ok(schema: &Value, v: &Value) -> bool {
     };
     types.iter().any(|t| match *t {
         "string" => v.is_string(),
-        "integer" => v.as_f64().is_some_and(|f| f.fract() == 0.0),
+        // BFCL checks Python types: 3.0 is a float, not an int.
+        "integer" => v.is_i64() || v.is_u64(),
         // BFCL accepts an int where a float is expected.
         "number" => v.is_number(),
         "boolean" => v.is_boolean(),
@@ -336,10 +349,8 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                 Some("unknown_target") => p.unknown_target += 1,
                 Some("bad_subcommand") => p.bad_subcommand += 1,
                 Some("schema_violation") => p.schema_violation += 1,
-                Some("not_loaded") => {
-                    p.not_loaded += 1;
-                    p.blind_calls += 1;
-                }
+                // Refused, not executed: a protocol error, not a blind call.
+                Some("not_loaded") => p.not_loaded += 1,
                 _ => {}
             },
         }
@@ -361,6 +372,77 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::collections::BTreeMap;
+
+    fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallRecord {
+        CallRecord {
+            turn,
+            tool: if effect == "fetched" {
+                "read_skill"
+            } else {
+                "erp__get_order"
+            }
+            .into(),
+            arguments: "{}".into(),
+            effect: effect.into(),
+            address: (effect == "executed").then(|| address.clone()),
+            fetched: if effect == "fetched" {
+                vec![address]
+            } else {
+                Vec::new()
+            },
+            error: None,
+            schema_errors: Vec::new(),
+            blind: false,
+            args: (effect == "executed").then(|| json!({"order_id": "9921"})),
+            skills_in_context: skills.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_skill_read_after_acting_is_not_a_hit() {
+        let sc =
+            crate::scenario::load(std::path::Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
+        let dbs = Databases::build(&sc.catalog).unwrap();
+        let q = &sc.queries[0];
+        let skill = Address::Skill("Refund Processing".into());
+        let order = Address::Connector("erp".into(), "get_order".into());
+        let read_first = [
+            record(1, "fetched", skill.clone(), &[]),
+            record(2, "executed", order.clone(), &["Refund Processing"]),
+        ];
+        let s = score(
+            q,
+            &read_first,
+            &["Refund Processing".into()],
+            &sc.catalog,
+            &dbs,
+        );
+        assert!(s.exact && s.first_call_correct && s.args_ok == Some(true));
+        assert_eq!((s.precision, s.recall), (1.0, 1.0));
+
+        let read_late = [
+            record(1, "executed", order, &[]),
+            record(2, "fetched", skill.clone(), &[]),
+        ];
+        let s = score(
+            q,
+            &read_late,
+            &["Refund Processing".into()],
+            &sc.catalog,
+            &dbs,
+        );
+        assert!(!s.exact, "the SOP was not in context when the model acted");
+        assert_eq!((s.precision, s.recall), (0.5, 0.5));
+        assert!(s.predicted.contains(&skill));
+    }
+
+    #[test]
+    fn integers_are_not_floats() {
+        let int = json!({"type": "integer"});
+        assert!(type_ok(&int, &json!(3)));
+        assert!(!type_ok(&int, &json!(3.0)));
+        assert!(type_ok(&json!({"type": "number"}), &json!(3)));
+    }
 
     #[test]
     fn bfcl_string_standardization() {

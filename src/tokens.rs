@@ -46,11 +46,46 @@ impl FromStr for Encoding {
     }
 }
 
-/// A tokenizer with a memo of every string it has counted.
+/// Strings one memo generation holds before it becomes the old one: memory stays
+/// bounded however many outcomes a run makes (DESIGN §12), while the strings every
+/// request repeats (system prompts, tool definitions) stay in the young generation.
+const MEMO_GENERATION: usize = 50_000;
+
+/// A tokenizer with a bounded memo of the strings it has counted.
 pub struct Counter {
     encoding: Encoding,
     bpe: CoreBPE,
-    memo: Mutex<HashMap<String, usize>>,
+    memo: Mutex<Memo>,
+}
+
+/// Two generations of counted strings: a hit in the old one is moved to the young
+/// one; when the young one is full, it becomes the old one and the old one is dropped.
+#[derive(Default)]
+struct Memo {
+    young: HashMap<String, usize>,
+    old: HashMap<String, usize>,
+}
+
+impl Memo {
+    fn get(&mut self, text: &str) -> Option<usize> {
+        if let Some(n) = self.young.get(text) {
+            return Some(*n);
+        }
+        let n = self.old.remove(text)?;
+        self.insert(text, n);
+        Some(n)
+    }
+
+    fn insert(&mut self, text: &str, n: usize) {
+        if self.young.len() >= MEMO_GENERATION {
+            self.old = std::mem::take(&mut self.young);
+        }
+        self.young.insert(text.to_string(), n);
+    }
+
+    fn len(&self) -> usize {
+        self.young.len() + self.old.len()
+    }
 }
 
 impl Counter {
@@ -63,7 +98,7 @@ impl Counter {
         Counter {
             encoding,
             bpe,
-            memo: Mutex::new(HashMap::new()),
+            memo: Mutex::new(Memo::default()),
         }
     }
 
@@ -77,14 +112,16 @@ impl Counter {
             return 0;
         }
         if let Some(n) = self.memo.lock().expect("memo lock").get(text) {
-            return *n;
+            return n;
         }
         let n = self.bpe.encode_ordinary(text).len();
-        self.memo
-            .lock()
-            .expect("memo lock")
-            .insert(text.to_string(), n);
+        self.memo.lock().expect("memo lock").insert(text, n);
         n
+    }
+
+    /// How many strings the memo holds now (at most two generations).
+    pub fn memo_len(&self) -> usize {
+        self.memo.lock().expect("memo lock").len()
     }
 
     /// Tokens of the same text without the memo (for benches and cross-checks).
@@ -147,4 +184,25 @@ pub struct Ledger {
     pub billed_input: usize,
     /// The largest single request.
     pub peak_context: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memo_is_bounded_and_counts_stay_exact() {
+        let c = Counter::new(Encoding::O200kBase);
+        let keep = "a system prompt every request repeats";
+        let want = c.count_uncached(keep);
+        for i in 0..(MEMO_GENERATION * 3) {
+            c.count(&format!("result {i}"));
+            if i % 1000 == 0 {
+                assert_eq!(c.count(keep), want);
+            }
+        }
+        assert!(c.memo_len() <= 2 * MEMO_GENERATION, "{}", c.memo_len());
+        assert_eq!(c.count(keep), want);
+        assert_eq!(c.count("result 7"), c.count_uncached("result 7"));
+    }
 }

@@ -39,8 +39,10 @@ pub struct Entry {
     /// What it was: a tool name, `system prompt`, `read_skill(...)` …
     pub what: String,
     pub tokens: usize,
-    /// The text, for the system prompt, the query, results and fetched definitions
-    /// (tool definitions can be re-rendered with `discbench tokens --show`).
+    /// The text as it was sent. A run keeps the first turn's system prompt and tool
+    /// definitions only in the first outcome of each scenario × mode (they
+    /// are the same in every other one, and would make each line as large as the
+    /// catalog); `discbench tokens --show` re-renders them at any time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
 }
@@ -91,6 +93,22 @@ pub struct Outcome {
     pub turns: Vec<TurnRecord>,
     /// An API or environment failure; such outcomes are not counted as wrong answers.
     pub infra_error: Option<String>,
+}
+
+impl Outcome {
+    /// Forgets the text of the first turn's system prompt and tool definitions (their
+    /// token counts stay): the same text is kept in one outcome per scenario × mode.
+    pub fn drop_static_context_text(&mut self) {
+        for t in self.turns.iter_mut().filter(|t| t.turn == 1) {
+            for e in t
+                .entered
+                .iter_mut()
+                .filter(|e| e.layer == "system" || e.layer == "tool_defs")
+            {
+                e.text = None;
+            }
+        }
+    }
 }
 
 use serde_json::Value;
@@ -145,6 +163,7 @@ pub fn run(
         .map(|m| crate::model::build(m).map_err(anyhow::Error::msg))
         .collect::<anyhow::Result<_>>()?;
     let mut current: Option<(usize, Databases)> = None;
+    let mut context_kept: BTreeSet<(usize, String)> = BTreeSet::new();
     for item in &items {
         let sc = &scenarios[item.scenario];
         if current.as_ref().is_none_or(|(i, _)| *i != item.scenario) {
@@ -177,6 +196,9 @@ pub fn run(
             max_turns,
         };
         let mut outcome = ep.run(model);
+        if !context_kept.insert((item.scenario, requested.label.clone())) {
+            outcome.drop_static_context_text();
+        }
         outcome.run_id = cfg.run_id.clone();
         outcome.mode = requested.label.clone();
         outcome.repeat = item.repeat;
@@ -269,14 +291,14 @@ impl Episode<'_> {
                     layer: "system".into(),
                     what: "system prompt".into(),
                     tokens: ledger.system,
-                    text: None,
+                    text: Some(cx.system.clone()),
                 });
                 for t in &cx.tools {
                     entered.push(Entry {
                         layer: "tool_defs".into(),
                         what: t.name.clone(),
                         tokens: c.tool(t),
-                        text: None,
+                        text: Some(t.wire_json()),
                     });
                 }
                 entered.push(Entry {
@@ -293,7 +315,7 @@ impl Episode<'_> {
                         layer: "fetched".into(),
                         what: format!("tool definition {}", t.name),
                         tokens: n,
-                        text: None,
+                        text: Some(t.wire_json()),
                     });
                 }
             }

@@ -278,13 +278,27 @@ impl<'a> Composite<'a> {
                     .filter(|t| active.contains(&t.name))
                     .cloned()
                     .collect();
-                if let Some(rt) = selection::request_tools_def(&self.tools, active, self.templates)
+                // `check_templates` rendered this template before the run; a failure
+                // here cannot come from the template, so the tool is simply left out.
+                if let Ok(Some(rt)) =
+                    selection::request_tools_def(&self.tools, active, self.templates)
                 {
                     v.push(rt);
                 }
                 v
             }
         }
+    }
+
+    /// Renders the templates used only while a run goes on (the selection request and
+    /// `request_tools`), so that a broken override fails before anything runs.
+    pub fn check_templates(&self) -> Result<(), String> {
+        if !self.selection_applies() {
+            return Ok(());
+        }
+        self.selection_context("a query")?;
+        selection::request_tools_def(&self.tools, &Default::default(), self.templates)?;
+        Ok(())
     }
 
     /// The context of the next request.

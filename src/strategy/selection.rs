@@ -62,7 +62,9 @@ fn first_line(s: &str) -> &str {
 }
 
 /// The tool names in a selection answer: the first JSON array of strings in the text,
-/// known names only, at most `max`. `None` when there is no usable array.
+/// known names only, at most `max`. `None` when there is no usable array, or when it
+/// names tools but none that exists (a garbled answer must not unload everything);
+/// `[]` is a usable answer: the query needs no tool.
 pub fn parse_answer(answer: &str, tools: &[ToolDef], max: usize) -> Option<Vec<String>> {
     let start = answer.find('[')?;
     let end = answer.rfind(']')?;
@@ -70,6 +72,9 @@ pub fn parse_answer(answer: &str, tools: &[ToolDef], max: usize) -> Option<Vec<S
         return None;
     }
     let names: Vec<String> = serde_json::from_str(&answer[start..=end]).ok()?;
+    if !names.is_empty() && !names.iter().any(|n| tools.iter().any(|t| &t.name == n)) {
+        return None;
+    }
     let mut out: Vec<String> = Vec::new();
     for n in names {
         if tools.iter().any(|t| t.name == n) && !out.contains(&n) && out.len() < max {
@@ -84,18 +89,18 @@ pub fn request_tools_def(
     tools: &[ToolDef],
     active: &BTreeSet<String>,
     t: &Templates,
-) -> Option<ToolDef> {
+) -> Result<Option<ToolDef>, String> {
     let unloaded: Vec<&ToolDef> = tools.iter().filter(|x| !active.contains(&x.name)).collect();
     if unloaded.is_empty() {
-        return None;
+        return Ok(None);
     }
     let list: Vec<Value> = unloaded
         .iter()
         .map(|x| json!({"name": x.name, "short": shorten(first_line(&x.description), REQUEST_TOOLS_CHARS)}))
         .collect();
     let names: Vec<&str> = unloaded.iter().map(|x| x.name.as_str()).collect();
-    let description = t.render("request_tools.j2", json!({"tools": list})).ok()?;
-    Some(ToolDef {
+    let description = t.render("request_tools.j2", json!({"tools": list}))?;
+    Ok(Some(ToolDef {
         name: REQUEST_TOOLS.into(),
         description,
         parameters: json!({
@@ -103,7 +108,7 @@ pub fn request_tools_def(
             "properties": {"tool_names": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1}},
             "required": ["tool_names"]
         }),
-    })
+    }))
 }
 
 /// Loads the named tools from the next turn on.
@@ -115,7 +120,8 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
         );
     };
     let active = state.active.get_or_insert_with(BTreeSet::new);
-    let mut loaded = Vec::new();
+    // Every name is checked before any is loaded: a refused call changes nothing.
+    let mut wanted = Vec::new();
     for n in names {
         let Some(n) = n.as_str() else {
             return Resolution::error(
@@ -133,6 +139,10 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
                 format!("no tool `{n}`; {}", valid("tools", unloaded)),
             );
         }
+        wanted.push(n);
+    }
+    let mut loaded = Vec::new();
+    for n in wanted {
         if active.insert(n.to_string()) {
             loaded.push(n);
         }
