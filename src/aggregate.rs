@@ -16,8 +16,29 @@ use anyhow::{bail, Context as _};
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+/// Bad input, not a failure of the machine: a line of `outcomes.jsonl` that is not an
+/// outcome (invalid JSON, a missing or mistyped field, not UTF-8). The message names
+/// the file and the line number. The CLI maps it to the bad-input exit code; find it
+/// with `err.chain().any(|e| e.is::<MalformedOutcomes>())`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MalformedOutcomes(pub String);
+
 /// Rows per Parquet batch while flattening.
 const BATCH: usize = 65_536;
+
+/// Protocol counters whose rate (share of outcomes where the counter is above zero)
+/// is reported, each with its Wilson interval.
+pub const PROTOCOL_RATES: [&str; 8] = [
+    "blind_calls",
+    "unknown_target",
+    "bad_subcommand",
+    "schema_violation",
+    "not_loaded",
+    "repeat_call",
+    "overfetch",
+    "hit_max_turns",
+];
 
 /// The ledger layers, in report order.
 pub const LAYERS: [&str; 9] = [
@@ -178,12 +199,28 @@ impl Batch {
 }
 
 /// Streams `outcomes.jsonl` into `outcomes.parquet`, one flat row per outcome.
-/// Returns the number of outcomes. A line that is not an outcome is an error naming
-/// its line number.
+/// Returns the number of outcomes. A line that is not an outcome is a
+/// [`MalformedOutcomes`] error naming its line number. The Parquet file is written
+/// under a temporary name and renamed; on any error the temporary file is removed.
 pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
     let f = File::open(jsonl).with_context(|| format!("cannot read {}", jsonl.display()))?;
     let tmp = parquet.with_extension("parquet.partial");
-    let out = File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    // The writer and its file are dropped inside `flatten_into`, before the rename or
+    // the removal.
+    let written = flatten_into(f, jsonl, &tmp).and_then(|total| {
+        std::fs::rename(&tmp, parquet)
+            .with_context(|| format!("cannot write {}", parquet.display()))?;
+        Ok(total)
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// The body of [`flatten`]: writes every outcome of `f` to `tmp`.
+fn flatten_into(f: File, jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
+    let out = File::create(tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     let mut writer: Option<polars::io::parquet::write::BatchedWriter<File>> = None;
     let mut pending = Some(out);
     let mut batch = Batch::default();
@@ -200,12 +237,32 @@ pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
         Ok(())
     };
     for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line.with_context(|| format!("cannot read {}", jsonl.display()))?;
+        let line = match line {
+            Ok(line) => line,
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(MalformedOutcomes(format!(
+                    "{}:{}: not an outcome line: not UTF-8",
+                    jsonl.display(),
+                    i + 1
+                ))
+                .into());
+            }
+            Err(e) => {
+                return Err(
+                    anyhow::Error::new(e).context(format!("cannot read {}", jsonl.display()))
+                )
+            }
+        };
         if line.trim().is_empty() {
             continue;
         }
-        let l: Line = serde_json::from_str(&line)
-            .with_context(|| format!("{}:{}: not an outcome line", jsonl.display(), i + 1))?;
+        let l: Line = serde_json::from_str(&line).map_err(|e| {
+            MalformedOutcomes(format!(
+                "{}:{}: not an outcome line: {e}",
+                jsonl.display(),
+                i + 1
+            ))
+        })?;
         batch.push(l);
         total += 1;
         if batch.len == BATCH {
@@ -213,15 +270,12 @@ pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
         }
     }
     if total == 0 {
-        let _ = std::fs::remove_file(&tmp);
         bail!("{} holds no outcomes", jsonl.display());
     }
     if batch.len > 0 {
         flush(&mut batch, &mut writer)?;
     }
     writer.expect("at least one batch").finish()?;
-    std::fs::rename(&tmp, parquet)
-        .with_context(|| format!("cannot write {}", parquet.display()))?;
     Ok(total)
 }
 
@@ -303,6 +357,10 @@ pub struct Group {
     pub forbidden_hit: Rate,
     /// Share of outcomes with at least one protocol error.
     pub protocol_error: Rate,
+    /// Per protocol counter ([`PROTOCOL_RATES`]), the share of outcomes where it
+    /// fired. Empty in summaries written before it existed.
+    #[serde(default)]
+    pub protocol_rates: BTreeMap<String, Rate>,
     pub abstain: Option<Rate>,
     pub args_ok: Option<Rate>,
     pub schema_valid: Option<Rate>,
@@ -341,9 +399,14 @@ pub struct QueryRow {
     pub mode: String,
     pub model: String,
     pub query_id: String,
+    /// Outcomes scored (infra errors excluded); 0 when every outcome of the query
+    /// was an infra error.
     pub n: u64,
     pub exact: u64,
     pub first_turn: f64,
+    /// Outcomes of this query that were infra errors (not in `n`).
+    #[serde(default)]
+    pub infra: u64,
 }
 
 /// Everything a report shows, computed from the outcomes alone.
@@ -411,6 +474,14 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         col("f1").mean().alias("f1"),
         col("catalog_size").max().alias("catalog_size"),
     ];
+    for c in PROTOCOL_RATES {
+        let fired = if c == "hit_max_turns" {
+            col(c)
+        } else {
+            col(c).gt(lit(0))
+        };
+        aggs.push(u(fired).alias(format!("{c}_k")));
+    }
     for opt in ["abstain_ok", "args_ok", "schema_valid"] {
         aggs.push(u(col(opt).is_not_null()).alias(format!("{opt}_n")));
         aggs.push(u(col(opt).fill_null(lit(false))).alias(format!("{opt}_k")));
@@ -452,7 +523,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                 Default::default(),
             ),
     )?;
-    let queries: Vec<QueryRow> = {
+    let mut queries: Vec<QueryRow> = {
         let (s, m, mo, q) = (
             strs(&per_query, "scenario")?,
             strs(&per_query, "mode")?,
@@ -473,9 +544,11 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                 n: n[i] as u64,
                 exact: e[i] as u64,
                 first_turn: ft[i],
+                infra: 0,
             })
             .collect()
     };
+    add_query_infra(&base, &mut queries)?;
 
     let infra_map: BTreeMap<(String, String, String), u64> = {
         let (s, m, mo, n) = (
@@ -512,10 +585,14 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                 },
             );
         }
+        let mut protocol_rates = BTreeMap::new();
+        for c in PROTOCOL_RATES {
+            protocol_rates.insert(c.to_string(), rate(&format!("{c}_k"), n[i])?);
+        }
         let key = (sc[i].clone(), md[i].clone(), ml[i].clone());
         let qs: Vec<&QueryRow> = queries
             .iter()
-            .filter(|q| q.scenario == key.0 && q.mode == key.1 && q.model == key.2)
+            .filter(|q| q.scenario == key.0 && q.mode == key.1 && q.model == key.2 && q.n > 0)
             .collect();
         groups.push(Group {
             scenario: key.0.clone(),
@@ -528,6 +605,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             first_call_correct: rate("first_k", n[i])?,
             forbidden_hit: rate("forbidden_k", n[i])?,
             protocol_error: rate("proto_k", n[i])?,
+            protocol_rates,
             abstain: opt("abstain_ok")?,
             args_ok: opt("args_ok")?,
             schema_valid: opt("schema_valid")?,
@@ -549,8 +627,15 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             groups.push(empty_group(key, *count));
         }
     }
+    // The empty groups were pushed after the sorted ones: sort again so that every
+    // reader can rely on scenario, mode, model order (one section per scenario).
+    groups.sort_by(|a, b| (&a.scenario, &a.mode, &a.model).cmp(&(&b.scenario, &b.mode, &b.model)));
     let snapshot = groups.clone();
     for g in &mut groups {
+        // A group without a scored outcome has no token medians to compare.
+        if g.n == 0 {
+            continue;
+        }
         if let Some(l) = snapshot.iter().find(|l| {
             l.scenario == g.scenario && l.model == g.model && l.mode == "legacy" && l.n > 0
         }) {
@@ -574,6 +659,68 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
     })
 }
 
+/// Counts each query's infra errors into `queries`, adding a row with `n == 0` for a
+/// query whose outcomes were all infra errors (so `compare` can tell a query that
+/// failed to run from one that was dropped).
+fn add_query_infra(base: &LazyFrame, queries: &mut Vec<QueryRow>) -> anyhow::Result<()> {
+    let df = collect(
+        base.clone()
+            .filter(col("infra"))
+            .group_by([col("scenario"), col("mode"), col("model"), col("query_id")])
+            .agg([len().alias("infra")]),
+    )?;
+    let (s, m, mo, q) = (
+        strs(&df, "scenario")?,
+        strs(&df, "mode")?,
+        strs(&df, "model")?,
+        strs(&df, "query_id")?,
+    );
+    let infra = nums(&df, "infra")?;
+    if s.is_empty() {
+        return Ok(());
+    }
+    let index: BTreeMap<(String, String, String, String), usize> = queries
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                (
+                    r.scenario.clone(),
+                    r.mode.clone(),
+                    r.model.clone(),
+                    r.query_id.clone(),
+                ),
+                i,
+            )
+        })
+        .collect();
+    for i in 0..s.len() {
+        let key = (s[i].clone(), m[i].clone(), mo[i].clone(), q[i].clone());
+        match index.get(&key) {
+            Some(&j) => queries[j].infra = infra[i] as u64,
+            None => queries.push(QueryRow {
+                scenario: key.0,
+                mode: key.1,
+                model: key.2,
+                query_id: key.3,
+                n: 0,
+                exact: 0,
+                first_turn: 0.0,
+                infra: infra[i] as u64,
+            }),
+        }
+    }
+    queries.sort_by(|a, b| {
+        (&a.scenario, &a.mode, &a.model, &a.query_id).cmp(&(
+            &b.scenario,
+            &b.mode,
+            &b.model,
+            &b.query_id,
+        ))
+    });
+    Ok(())
+}
+
 fn empty_group(key: &(String, String, String), infra: u64) -> Group {
     let zero = Rate::new(0, 0);
     Group {
@@ -587,6 +734,10 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
         first_call_correct: zero,
         forbidden_hit: zero,
         protocol_error: zero,
+        protocol_rates: PROTOCOL_RATES
+            .iter()
+            .map(|c| (c.to_string(), zero))
+            .collect(),
         abstain: None,
         args_ok: None,
         schema_valid: None,
@@ -767,6 +918,22 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         Column::new("protocol_error_lo".into(), f(&|g| g.protocol_error.lo)),
         Column::new("protocol_error_hi".into(), f(&|g| g.protocol_error.hi)),
     ];
+    // Optional columns: a summary read from an older summary.json has no such rates.
+    for c in PROTOCOL_RATES {
+        let r = |g: &Group| g.protocol_rates.get(c).copied();
+        cols.push(Column::new(
+            format!("{c}_rate").into(),
+            o(&|g| r(g).map(|x| x.rate)),
+        ));
+        cols.push(Column::new(
+            format!("{c}_rate_lo").into(),
+            o(&|g| r(g).map(|x| x.lo)),
+        ));
+        cols.push(Column::new(
+            format!("{c}_rate_hi").into(),
+            o(&|g| r(g).map(|x| x.hi)),
+        ));
+    }
     for layer in LAYERS {
         cols.push(Column::new(
             format!("{layer}_median").into(),
@@ -834,6 +1001,7 @@ mod tests {
             n: 4,
             exact,
             first_turn: 0.0,
+            infra: 0,
         };
         let (a, b) = (q(2), q(4));
         let p = pass_k(&[&a, &b]);

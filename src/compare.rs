@@ -1,7 +1,10 @@
 //! Comparing a run with a baseline (DESIGN §9): each metric of each scenario × mode ×
 //! model gets a verdict — improved, regressed, or within noise — against a per-metric
 //! threshold (rates in percentage points, tokens in percent), the queries whose result
-//! changed are listed, and any regression makes the exit code 1.
+//! changed are listed, and any regression makes the exit code 1. A group or a query of
+//! the baseline that the current run lacks is a regression (dropping a failing query
+//! cannot pass the gate); new queries are listed. Groups whose outcomes were all infra
+//! errors are not judged (an infra error is never a wrong answer): they get a note.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -10,7 +13,7 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
-use crate::aggregate::{Group, Summary};
+use crate::aggregate::{Group, QueryRow, Summary};
 
 /// How a metric is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +35,7 @@ pub struct Metric {
 }
 
 /// The judged metrics with their default thresholds (also in the README).
-pub const METRICS: [Metric; 9] = [
+pub const METRICS: [Metric; 11] = [
     Metric {
         name: "exact",
         unit: Unit::Pp,
@@ -67,6 +70,20 @@ pub const METRICS: [Metric; 9] = [
         higher_is_better: true,
         default_threshold: 1.0,
         get: |g| g.args_ok.map(|r| r.rate),
+    },
+    Metric {
+        name: "schema_valid",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| g.schema_valid.map(|r| r.rate),
+    },
+    Metric {
+        name: "forbidden_hit",
+        unit: Unit::Pp,
+        higher_is_better: false,
+        default_threshold: 1.0,
+        get: |g| Some(g.forbidden_hit.rate),
     },
     Metric {
         name: "protocol_error",
@@ -133,6 +150,36 @@ pub struct QueryChange {
     pub current_exact: f64,
 }
 
+/// One query of one group.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct QueryRef {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    pub query_id: String,
+}
+
+impl QueryRef {
+    fn of(q: &QueryRow) -> QueryRef {
+        QueryRef {
+            scenario: q.scenario.clone(),
+            mode: q.mode.clone(),
+            model: q.model.clone(),
+            query_id: q.query_id.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for QueryRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} / {} / {} / {}",
+            self.scenario, self.mode, self.model, self.query_id
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
     pub baseline_run: String,
@@ -141,6 +188,16 @@ pub struct Comparison {
     pub queries: Vec<QueryChange>,
     /// Groups of the baseline that the current run lacks (counted as regressions).
     pub missing: Vec<String>,
+    /// Queries of the baseline that a group of the current run lacks (each counted as
+    /// a regression).
+    #[serde(default)]
+    pub missing_queries: Vec<QueryRef>,
+    /// Queries of the current run that the baseline's group lacks (listed, not judged).
+    #[serde(default)]
+    pub new_queries: Vec<QueryRef>,
+    /// What was not judged and why (groups or queries with only infra errors).
+    #[serde(default)]
+    pub notes: Vec<String>,
     pub regressions: usize,
 }
 
@@ -226,93 +283,180 @@ pub fn compare(
 ) -> Comparison {
     let mut metrics = Vec::new();
     let mut missing = Vec::new();
+    let mut notes = Vec::new();
     for b in &baseline.groups {
-        let Some(c) = current
-            .groups
-            .iter()
-            .find(|c| c.scenario == b.scenario && c.mode == b.mode && c.model == b.model)
-        else {
+        let Some(c) = find_group(current, b) else {
             missing.push(format!("{} / {} / {}", b.scenario, b.mode, b.model));
             continue;
         };
-        for m in &METRICS {
-            let (Some(bv), Some(cv)) = ((m.get)(b), (m.get)(c)) else {
-                continue;
-            };
-            let delta = match m.unit {
-                Unit::Pp => (cv - bv) * 100.0,
-                Unit::Pct if bv == 0.0 => {
-                    if cv == 0.0 {
-                        0.0
-                    } else {
-                        100.0
-                    }
-                }
-                Unit::Pct => (cv - bv) / bv * 100.0,
-            };
-            let threshold = thresholds
-                .get(m.name)
-                .copied()
-                .unwrap_or(m.default_threshold);
-            let better = if m.higher_is_better { delta } else { -delta };
-            let verdict = if better < -threshold - 1e-9 {
-                Verdict::Regressed
-            } else if better > threshold + 1e-9 {
-                Verdict::Improved
-            } else {
-                Verdict::WithinNoise
-            };
-            metrics.push(MetricDelta {
-                scenario: b.scenario.clone(),
-                mode: b.mode.clone(),
-                model: b.model.clone(),
-                metric: m.name.to_string(),
-                unit: m.unit,
-                baseline: bv,
-                current: cv,
-                delta,
-                threshold,
-                verdict,
-            });
+        if let Some(note) = infra_note(b, c) {
+            notes.push(note);
+            continue;
         }
+        metrics.extend(METRICS.iter().filter_map(|m| judge(m, b, c, thresholds)));
     }
-    let mut queries = Vec::new();
-    for b in &baseline.queries {
-        if let Some(c) = current.queries.iter().find(|c| {
-            c.scenario == b.scenario
-                && c.mode == b.mode
-                && c.model == b.model
-                && c.query_id == b.query_id
-        }) {
-            let (be, ce) = (
-                b.exact as f64 / b.n.max(1) as f64,
-                c.exact as f64 / c.n.max(1) as f64,
-            );
-            if (be - ce).abs() > 1e-12 {
-                queries.push(QueryChange {
-                    scenario: b.scenario.clone(),
-                    mode: b.mode.clone(),
-                    model: b.model.clone(),
-                    query_id: b.query_id.clone(),
-                    baseline_exact: be,
-                    current_exact: ce,
-                });
-            }
-        }
-    }
+    let (queries, missing_queries, new_queries) = compare_queries(baseline, current, &mut notes);
     let regressions = metrics
         .iter()
         .filter(|m| m.verdict == Verdict::Regressed)
         .count()
-        + missing.len();
+        + missing.len()
+        + missing_queries.len();
     Comparison {
         baseline_run: baseline.run_id.clone(),
         current_run: current.run_id.clone(),
         metrics,
         queries,
         missing,
+        missing_queries,
+        new_queries,
+        notes,
         regressions,
     }
+}
+
+fn find_group<'a>(s: &'a Summary, g: &Group) -> Option<&'a Group> {
+    s.groups
+        .iter()
+        .find(|c| c.scenario == g.scenario && c.mode == g.mode && c.model == g.model)
+}
+
+/// Why a group present on both sides is not judged: no scored outcome on one side
+/// (every outcome an infra error), so its rates and token medians mean nothing.
+fn infra_note(b: &Group, c: &Group) -> Option<String> {
+    let side = match (b.n == 0, c.n == 0) {
+        (false, false) => return None,
+        (true, true) => "both runs",
+        (true, false) => "the baseline",
+        (false, true) => "the current run",
+    };
+    Some(format!(
+        "{} / {} / {}: not judged, every outcome in {side} was an infra error (baseline {} infra, current {} infra)",
+        b.scenario, b.mode, b.model, b.infra_errors, c.infra_errors
+    ))
+}
+
+/// One metric of one group; `None` when either side lacks it (e.g. no outcome with
+/// a schema to check).
+fn judge(
+    m: &Metric,
+    b: &Group,
+    c: &Group,
+    thresholds: &BTreeMap<String, f64>,
+) -> Option<MetricDelta> {
+    let (bv, cv) = ((m.get)(b)?, (m.get)(c)?);
+    if !(bv.is_finite() && cv.is_finite()) {
+        return None;
+    }
+    let delta = match m.unit {
+        Unit::Pp => (cv - bv) * 100.0,
+        Unit::Pct if bv == 0.0 => {
+            if cv == 0.0 {
+                0.0
+            } else {
+                100.0
+            }
+        }
+        Unit::Pct => (cv - bv) / bv * 100.0,
+    };
+    let threshold = thresholds
+        .get(m.name)
+        .copied()
+        .unwrap_or(m.default_threshold);
+    let better = if m.higher_is_better { delta } else { -delta };
+    let verdict = if better < -threshold - 1e-9 {
+        Verdict::Regressed
+    } else if better > threshold + 1e-9 {
+        Verdict::Improved
+    } else {
+        Verdict::WithinNoise
+    };
+    Some(MetricDelta {
+        scenario: b.scenario.clone(),
+        mode: b.mode.clone(),
+        model: b.model.clone(),
+        metric: m.name.to_string(),
+        unit: m.unit,
+        baseline: bv,
+        current: cv,
+        delta,
+        threshold,
+        verdict,
+    })
+}
+
+/// Per query of the groups both runs hold: the exact-match changes, the baseline's
+/// queries the current run lacks, and the current run's queries the baseline lacks.
+/// A query whose outcomes were all infra errors (on either side) is noted, not judged.
+fn compare_queries(
+    baseline: &Summary,
+    current: &Summary,
+    notes: &mut Vec<String>,
+) -> (Vec<QueryChange>, Vec<QueryRef>, Vec<QueryRef>) {
+    let key = |q: &QueryRow| {
+        (
+            q.scenario.clone(),
+            q.mode.clone(),
+            q.model.clone(),
+            q.query_id.clone(),
+        )
+    };
+    let cur: BTreeMap<_, &QueryRow> = current.queries.iter().map(|q| (key(q), q)).collect();
+    let base: BTreeMap<_, &QueryRow> = baseline.queries.iter().map(|q| (key(q), q)).collect();
+    // Only groups judged above: present on both sides, each with scored outcomes.
+    let judged = |q: &QueryRow| {
+        let b = baseline
+            .groups
+            .iter()
+            .find(|g| g.scenario == q.scenario && g.mode == q.mode && g.model == q.model);
+        match b.and_then(|b| find_group(current, b).map(|c| (b, c))) {
+            Some((b, c)) => b.n > 0 && c.n > 0,
+            None => false,
+        }
+    };
+    let mut changes = Vec::new();
+    let mut missing = Vec::new();
+    let mut added = Vec::new();
+    for (k, b) in &base {
+        if !judged(b) {
+            continue;
+        }
+        let Some(c) = cur.get(k) else {
+            if b.n > 0 {
+                missing.push(QueryRef::of(b));
+            }
+            continue;
+        };
+        if b.n == 0 || c.n == 0 {
+            let side = if c.n == 0 {
+                "the current run"
+            } else {
+                "the baseline"
+            };
+            notes.push(format!(
+                "{}: not judged, every outcome in {side} was an infra error",
+                QueryRef::of(b)
+            ));
+            continue;
+        }
+        let (be, ce) = (b.exact as f64 / b.n as f64, c.exact as f64 / c.n as f64);
+        if (be - ce).abs() > 1e-12 {
+            changes.push(QueryChange {
+                scenario: b.scenario.clone(),
+                mode: b.mode.clone(),
+                model: b.model.clone(),
+                query_id: b.query_id.clone(),
+                baseline_exact: be,
+                current_exact: ce,
+            });
+        }
+    }
+    for (k, c) in &cur {
+        if c.n > 0 && !base.contains_key(k) && judged(c) {
+            added.push(QueryRef::of(c));
+        }
+    }
+    (changes, missing, added)
 }
 
 fn fmt_value(unit: Unit, v: f64) -> String {
@@ -356,7 +500,23 @@ pub fn markdown(c: &Comparison) -> String {
     for m in &c.missing {
         let _ = writeln!(out, "- missing from the current run: {m}");
     }
-    if !c.missing.is_empty() {
+    for q in &c.missing_queries {
+        let _ = writeln!(
+            out,
+            "- query missing from the current run (regression): {q}"
+        );
+    }
+    for q in &c.new_queries {
+        let _ = writeln!(out, "- new query, not in the baseline: {q}");
+    }
+    for n in &c.notes {
+        let _ = writeln!(out, "- note: {n}");
+    }
+    if !(c.missing.is_empty()
+        && c.missing_queries.is_empty()
+        && c.new_queries.is_empty()
+        && c.notes.is_empty())
+    {
         out.push('\n');
     }
     let notable: Vec<&MetricDelta> = c

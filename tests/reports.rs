@@ -21,7 +21,13 @@ fn stdout(o: &Output) -> String {
 /// Runs the tiny scenario into a fresh directory with a fixed run id.
 fn tiny_run(run_id: &str) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let out = bin()
+    let run = tiny_run_in(dir.path(), run_id);
+    (dir, run)
+}
+
+/// Runs the tiny scenario into `out/<run_id>` and returns that run directory.
+fn tiny_run_in(out: &Path, run_id: &str) -> PathBuf {
+    let o = bin()
         .args([
             "run",
             "fixtures/snapshot/tiny.yaml",
@@ -29,17 +35,30 @@ fn tiny_run(run_id: &str) -> (tempfile::TempDir, PathBuf) {
             run_id,
             "--out",
         ])
-        .arg(dir.path())
+        .arg(out)
         .output()
         .unwrap();
     assert_eq!(
-        out.status.code(),
+        o.status.code(),
         Some(0),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&o.stderr)
     );
-    let run = dir.path().join(run_id);
-    (dir, run)
+    out.join(run_id)
+}
+
+/// Up to `before` bytes before and `after` bytes after byte `i`, widened to the
+/// nearest character boundaries so that no UTF-8 character is split.
+fn around(s: &str, i: usize, before: usize, after: usize) -> &str {
+    let mut a = i.saturating_sub(before).min(s.len());
+    while !s.is_char_boundary(a) {
+        a -= 1;
+    }
+    let mut b = i.saturating_add(after).min(s.len());
+    while !s.is_char_boundary(b) {
+        b += 1;
+    }
+    &s[a..b]
 }
 
 fn read(p: &Path) -> String {
@@ -62,6 +81,18 @@ fn text_exports_match_their_snapshots() {
         .filter(|e| e.file_name().to_string_lossy().contains("partial"))
         .collect();
     assert!(leftovers.is_empty());
+    // Every protocol rate comes with its Wilson interval.
+    let csv = read(&run.join("summary.csv"));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in discbench::aggregate::PROTOCOL_RATES {
+        for col in [
+            format!("{c}_rate"),
+            format!("{c}_rate_lo"),
+            format!("{c}_rate_hi"),
+        ] {
+            assert!(header.contains(&col.as_str()), "summary.csv lacks {col}");
+        }
+    }
 }
 
 #[test]
@@ -162,6 +193,53 @@ fn compare_fails_on_the_regressed_fixture_and_names_metric_and_query() {
     assert!(!Path::new("fixtures/compare/regressed/outcomes.parquet").exists());
 }
 
+/// Dropping a query (here the one `lexical` fails under `progressive`) must not pass
+/// the gate, even though exact match goes up.
+#[test]
+fn compare_fails_when_a_baseline_query_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let kept: Vec<String> = read(Path::new("fixtures/compare/baseline/outcomes.jsonl"))
+        .lines()
+        .filter(|l| {
+            let o: Value = serde_json::from_str(l).unwrap();
+            !(o["mode"] == "progressive" && o["model"] == "lexical" && o["query_id"] == "people")
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(kept.len(), 23);
+    std::fs::write(dir.path().join("outcomes.jsonl"), kept.join("\n") + "\n").unwrap();
+    let o = bin()
+        .args(["compare", "fixtures/compare/baseline"])
+        .arg(dir.path())
+        .args(["--out", "/dev/null"])
+        .output()
+        .unwrap();
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("query missing from the current run (regression): tiny / progressive / lexical / people"),
+        "{text}"
+    );
+    // The other way round the query is new: listed, not a regression.
+    let o = bin()
+        .arg("compare")
+        .arg(dir.path())
+        .args(["fixtures/compare/baseline", "--out", "/dev/null"])
+        .output()
+        .unwrap();
+    let text = stdout(&o);
+    assert!(
+        text.contains("new query, not in the baseline: tiny / progressive / lexical / people"),
+        "{text}"
+    );
+    assert!(!text.contains("query missing"), "{text}");
+}
+
 #[test]
 fn compare_passes_within_noise_and_on_improvement() {
     let same = bin()
@@ -232,6 +310,31 @@ fn compare_and_report_reject_bad_input_with_2() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+}
+
+/// A line that is not an outcome is bad input (exit 2) named by file and line, and
+/// leaves nothing half-written behind.
+#[test]
+fn report_rejects_a_malformed_outcome_line_with_2_and_leaves_no_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = read(Path::new("fixtures/compare/baseline/outcomes.jsonl"));
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let line = text.lines().count() + 1;
+    text.push_str("{\"run_id\": \"broken\"}\n");
+    std::fs::write(dir.path().join("outcomes.jsonl"), text).unwrap();
+    let o = bin().arg("report").arg(dir.path()).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("outcomes.jsonl:{line}:")), "{err}");
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("partial") || n == "outcomes.parquet")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
@@ -306,9 +409,11 @@ fn chrome(exe: &Path, extra: &[&str], url: &str) -> Output {
 }
 
 /// Opens the report in headless Chromium: it must render, sort a table both ways
-/// (the page's `#selftest` hook clicks a header twice and checks the order), log no
-/// console error, and leave a screenshot in the run directory. Chromium is installed
-/// by `.ci/run`; where it is missing outside CI, the test says so and does nothing.
+/// (the page's `#selftest` hook clicks the header of a column with distinct values
+/// twice and checks the order), log no console error, and leave a screenshot in the
+/// run directory, which stays under `CARGO_TARGET_TMPDIR/browser-report/` for a look
+/// after the test. Chromium is installed by `.ci/run`; where it is missing outside
+/// CI, the test says so and does nothing.
 #[test]
 fn html_report_renders_and_sorts_in_headless_chromium() {
     let Some(exe) = chromium() else {
@@ -319,7 +424,12 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         eprintln!("SKIPPED: no chromium on PATH; install Debian's `chromium` to run this test");
         return;
     };
-    let (_d, run) = tiny_run("browser");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("browser-report");
+    if out.exists() {
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+    std::fs::create_dir_all(&out).unwrap();
+    let run = tiny_run_in(&out, "browser");
     let page = std::fs::canonicalize(run.join("index.html")).unwrap();
     let url = format!("file://{}#selftest", page.display());
     let o = chrome(
@@ -376,6 +486,7 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         "a blank screenshot is small: {} bytes",
         png.len()
     );
+    println!("screenshot: {}", shot.display());
 }
 
 #[test]
@@ -385,7 +496,7 @@ fn html_is_self_contained() {
     for needle in ["http://", "https://", "<link", "src=\"", "@import", "url("] {
         let hits: Vec<&str> = html
             .match_indices(needle)
-            .map(|(i, _)| &html[i.saturating_sub(40)..(i + 60).min(html.len())])
+            .map(|(i, _)| around(&html, i, 40, 60))
             .collect();
         // The SVG namespace is an identifier, not a request.
         let real: Vec<&&str> = hits

@@ -4,6 +4,14 @@
 //! entered the context with its token counts, and the calls scored against the
 //! expectation. Opening it with `#selftest` makes the page sort a table itself and
 //! report the result in `#selftest` (used by the browser test).
+//!
+//! Tool definitions: an outcome records each definition that entered the context
+//! (name and tokens), and its JSON text only when the runner put it in the entry's
+//! `text`. The drill-down shows that text per turn in a collapsed `<details>`, and
+//! each scenario's "Contexts" shows each mode's first-turn definitions once. When no
+//! outcome carries the text, the page says so and names `discbench tokens --show`,
+//! which re-renders them: the report is made from `outcomes.jsonl` alone and has no
+//! scenario to render them from.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -16,9 +24,10 @@ use serde_json::Value;
 use super::junit::esc;
 use super::plots::{chart_list, scenarios};
 use super::{pct, write_atomic, Exporter, ReportCx};
+use crate::aggregate::MalformedOutcomes;
 use crate::aggregate::{Group, Summary};
 use crate::compare::{Comparison, Verdict};
-use crate::runner::Outcome;
+use crate::runner::{Entry, Outcome, TurnRecord};
 
 /// Outcomes shown in the drill-down at most; the rest are counted in a note.
 pub const DRILL_LIMIT: usize = 3000;
@@ -71,22 +80,50 @@ const JS: &str = r#"
   document.querySelectorAll('table.sortable').forEach(function(table){
     Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,i){
       th.addEventListener('click',function(){sortTable(table,i,th.classList.contains('asc')?-1:1);});});});
+  // The self-test sorts a column whose values differ (a column of equal values, such
+  // as n in a small run, would pass whatever the sort did): the sortable numeric
+  // column with the most distinct values. One click must sort ascending, the next
+  // descending, and the row order must differ between them.
+  function values(table,col){return Array.prototype.map.call(table.tBodies[0].rows,function(r){
+    var c=r.cells[col];var a=c?c.getAttribute('data-v'):null;return (a===null||a==='')?NaN:+a;});}
+  function pickColumn(){
+    var best=null;
+    document.querySelectorAll('table.sortable').forEach(function(table){
+      if(!table.tHead||!table.tBodies[0])return;
+      Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,i){
+        if(th.getAttribute('data-numeric')!=='1')return;
+        var v=values(table,i);
+        if(v.length<2||v.some(function(x){return !isFinite(x);}))return;
+        var distinct=v.filter(function(x,k){return v.indexOf(x)===k;}).length;
+        if(distinct>1&&(!best||distinct>best.distinct))best={table:table,col:i,distinct:distinct};
+      });
+    });
+    return best;
+  }
   if(location.hash==='#selftest'){
-    var out=document.getElementById('selftest');var errs=[];
+    var out=document.getElementById('selftest');var errs=[];var what='';
     try{
-      var t=document.querySelector('table.sortable');var col=-1;
-      Array.prototype.forEach.call(t.tHead.rows[0].cells,function(th,i){if(col<0&&th.getAttribute('data-numeric')==='1')col=i;});
-      t.tHead.rows[0].cells[col].dispatchEvent(new MouseEvent('click',{bubbles:true}));
-      var asc=Array.prototype.map.call(t.tBodies[0].rows,function(r){return +r.cells[col].getAttribute('data-v');});
-      t.tHead.rows[0].cells[col].dispatchEvent(new MouseEvent('click',{bubbles:true}));
-      var desc=Array.prototype.map.call(t.tBodies[0].rows,function(r){return +r.cells[col].getAttribute('data-v');});
-      for(var i=1;i<asc.length;i++){if(asc[i-1]>asc[i])errs.push('ascending order broken at row '+i);}
-      for(var j=1;j<desc.length;j++){if(desc[j-1]<desc[j])errs.push('descending order broken at row '+j);}
-      if(asc.length<2)errs.push('the table has fewer than two rows');
+      var pick=pickColumn();
+      if(!pick){errs.push('no column with distinct values');}
+      else{
+        var t=pick.table,col=pick.col,th=t.tHead.rows[0].cells[col];
+        what=th.textContent.trim();
+        th.dispatchEvent(new MouseEvent('click',{bubbles:true}));
+        var asc=values(t,col),ascRows=Array.prototype.slice.call(t.tBodies[0].rows);
+        th.dispatchEvent(new MouseEvent('click',{bubbles:true}));
+        var desc=values(t,col),descRows=Array.prototype.slice.call(t.tBodies[0].rows);
+        for(var i=1;i<asc.length;i++){if(!(asc[i-1]<=asc[i]))errs.push(what+': ascending order broken at row '+i);}
+        for(var j=1;j<desc.length;j++){if(!(desc[j-1]>=desc[j]))errs.push(what+': descending order broken at row '+j);}
+        if(!(asc[0]<asc[asc.length-1]))errs.push(what+': the first click did not sort ascending');
+        if(!(desc[0]>desc[desc.length-1]))errs.push(what+': the second click did not sort descending');
+        if(ascRows.every(function(r,k){return r===descRows[k];}))errs.push(what+': the row order did not change between the two clicks');
+      }
       if(document.querySelectorAll('svg').length<1)errs.push('no chart');
     }catch(e){errs.push(String(e));}
     if(window.__errors&&window.__errors.length)errs=errs.concat(window.__errors);
-    out.setAttribute('data-result',errs.length?'fail':'pass');out.textContent=errs.length?errs.join('; '):'sorted ascending and descending';
+    out.setAttribute('data-result',errs.length?'fail':'pass');
+    out.setAttribute('data-column',what);
+    out.textContent=errs.length?errs.join('; '):'sorted '+what+' ascending and descending';
   }
 })();
 "#;
@@ -207,6 +244,31 @@ fn comparison_html(c: &Comparison) -> String {
         );
     }
     s += "</tbody></table>";
+    let lists: [(&str, Vec<String>); 4] = [
+        (
+            "Groups missing from the current run (regressions)",
+            c.missing.clone(),
+        ),
+        (
+            "Queries missing from the current run (regressions)",
+            c.missing_queries.iter().map(|q| q.to_string()).collect(),
+        ),
+        (
+            "New queries, not in the baseline",
+            c.new_queries.iter().map(|q| q.to_string()).collect(),
+        ),
+        ("Not judged", c.notes.clone()),
+    ];
+    for (title, items) in lists {
+        if items.is_empty() {
+            continue;
+        }
+        let _ = write!(s, "<h3>{title}</h3><ul>");
+        for i in items {
+            let _ = write!(s, "<li>{}</li>", esc(&i));
+        }
+        s += "</ul>";
+    }
     if !c.queries.is_empty() {
         s += "<h3>Queries whose result changed</h3><ul>";
         for q in &c.queries {
@@ -305,6 +367,8 @@ fn outcome_html(o: &Outcome) -> String {
                 (_, "system") => {
                     "<br><i>system prompt: see this scenario's contexts above</i>".to_string()
                 }
+                // Definition texts are in the block below the table.
+                (Some(_), _) if is_definition(e) => String::new(),
                 (Some(x), _) => format!("<pre>{}</pre>", esc(&clip(x))),
                 _ => String::new(),
             };
@@ -316,7 +380,9 @@ fn outcome_html(o: &Outcome) -> String {
                 e.tokens
             );
         }
-        s += "</tbody></table></details>";
+        s += "</tbody></table>";
+        s += &definitions_html(t);
+        s += "</details>";
     }
     if !o.calls.is_empty() {
         s += "<table><thead><tr><th>turn</th><th class=l>call</th><th class=l>effect</th><th class=l>address</th><th class=l>note</th></tr></thead><tbody>";
@@ -346,6 +412,53 @@ fn outcome_html(o: &Outcome) -> String {
     s
 }
 
+/// Whether an entry is a tool definition entering the context: one shown from the
+/// first turn, or one loaded later (`request_tools`, a tool search).
+fn is_definition(e: &Entry) -> bool {
+    e.layer == "tool_defs" || (e.layer == "fetched" && e.what.starts_with("tool definition "))
+}
+
+/// The name of the tool an entry defines.
+fn definition_name(e: &Entry) -> &str {
+    e.what
+        .strip_prefix("tool definition ")
+        .unwrap_or(e.what.as_str())
+}
+
+/// The tool definitions that entered in one turn, as a collapsed block holding each
+/// definition's JSON (escaped, cut at 2,000 characters). Empty when the turn added no
+/// definition or the outcome did not record their text (names and tokens are in the
+/// turn's table either way).
+fn definitions_html(t: &TurnRecord) -> String {
+    let defs: Vec<&Entry> = t.entered.iter().filter(|e| is_definition(e)).collect();
+    if !defs.iter().any(|e| e.text.is_some()) {
+        return String::new();
+    }
+    let tokens: usize = defs.iter().map(|e| e.tokens).sum();
+    let mut s = format!(
+        "<details><summary>tool definitions that entered in turn {} ({} tools, {tokens} tokens)</summary>",
+        t.turn,
+        defs.len()
+    );
+    for e in defs {
+        let body = match &e.text {
+            Some(x) => esc(&clip(x)),
+            None => "(definition text not recorded)".to_string(),
+        };
+        let _ = write!(
+            s,
+            "<details><summary><code>{}</code> ({} tokens)</summary><pre>{body}</pre></details>",
+            esc(definition_name(e)),
+            e.tokens
+        );
+    }
+    s += "</details>";
+    s
+}
+
+/// Per mode, its first-turn tool definitions: (name, tokens, JSON text).
+type ModeDefs = BTreeMap<String, Vec<(String, usize, String)>>;
+
 /// Per scenario, per query: its text, tags and the outcomes' HTML.
 type Queries = BTreeMap<String, BTreeMap<String, (String, Vec<String>, String)>>;
 
@@ -355,10 +468,13 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
     // scenario → query → (text, tags, outcome html); scenario → mode → system prompt.
     let mut per: Queries = BTreeMap::new();
     let mut prompts: BTreeMap<String, BTreeMap<String, (usize, String)>> = BTreeMap::new();
+    // scenario → mode → the first-turn tool definitions (name, tokens, text), taken
+    // from the first outcome that recorded their text.
+    let mut defs: BTreeMap<String, ModeDefs> = BTreeMap::new();
     let mut shown = 0;
     let mut skipped = 0;
     let f = File::open(outcomes)?;
-    for line in BufReader::new(f).lines() {
+    for (i, line) in BufReader::new(f).lines().enumerate() {
         let line = line?;
         if line.trim().is_empty() {
             continue;
@@ -367,9 +483,27 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
             skipped += 1;
             continue;
         }
-        let o: Outcome = serde_json::from_str(&line)?;
+        let o: Outcome = serde_json::from_str(&line).map_err(|e| {
+            MalformedOutcomes(format!(
+                "{}:{}: not an outcome line: {e}",
+                outcomes.display(),
+                i + 1
+            ))
+        })?;
         shown += 1;
         if let Some(first) = o.turns.first() {
+            let recorded: Vec<(String, usize, String)> = first
+                .entered
+                .iter()
+                .filter(|e| e.layer == "tool_defs")
+                .filter_map(|e| Some((e.what.clone(), e.tokens, e.text.clone()?)))
+                .collect();
+            if !recorded.is_empty() {
+                defs.entry(o.scenario.clone())
+                    .or_default()
+                    .entry(o.mode.clone())
+                    .or_insert(recorded);
+            }
             for e in &first.entered {
                 if e.layer == "system" {
                     if let Some(t) = &e.text {
@@ -396,6 +530,7 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
         for (mode, (tokens, text)) in prompts.get(&sc).into_iter().flatten() {
             let _ = write!(s, "<details><summary>system prompt under {} ({tokens} tokens)</summary><pre>{}</pre></details>", esc(mode), esc(text));
         }
+        s += &mode_definitions_html(defs.get(&sc));
         s += "<h3>Queries</h3>";
         for (qid, (text, tags, body)) in queries {
             let tags: String = tags
@@ -412,6 +547,34 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
         out.insert(sc, s);
     }
     Ok((out, skipped))
+}
+
+/// Each mode's first-turn tool definitions, once per scenario, in a collapsed block;
+/// a note naming `discbench tokens --show` when no outcome recorded their text.
+fn mode_definitions_html(defs: Option<&ModeDefs>) -> String {
+    let Some(defs) = defs.filter(|d| !d.is_empty()) else {
+        return "<p style='font-size:13px'>Tool definition texts are not recorded in outcomes.jsonl; <code>discbench tokens SCENARIO --mode MODE --show</code> prints them (the drill-down lists them by name with their tokens).</p>".to_string();
+    };
+    let mut s = String::new();
+    for (mode, tools) in defs {
+        let tokens: usize = tools.iter().map(|t| t.1).sum();
+        let _ = write!(
+            s,
+            "<details><summary>tool definitions under {} ({} tools, {tokens} tokens)</summary>",
+            esc(mode),
+            tools.len()
+        );
+        for (name, n, text) in tools {
+            let _ = write!(
+                s,
+                "<details><summary><code>{}</code> ({n} tokens)</summary><pre>{}</pre></details>",
+                esc(name),
+                esc(&clip(text))
+            );
+        }
+        s += "</details>";
+    }
+    s
 }
 
 fn first_user_text(o: &Outcome) -> String {

@@ -1,6 +1,8 @@
 //! `junit.xml`: one test case per query × mode × model (× repeat), streamed from
 //! `outcomes.jsonl`. A case fails when its calls are not an exact match; the failure
 //! carries the expected and the actual calls. Infra errors are `<error>`s.
+//! Attribute values go through [`esc_attr`] (line breaks and tabs as character
+//! references, since parsers normalise them to spaces), text through [`esc`].
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -12,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Exporter, ReportCx};
+use crate::aggregate::MalformedOutcomes;
 use crate::score::Score;
 
 pub struct Junit;
@@ -39,8 +42,21 @@ impl Exporter for Junit {
         let failures: u64 = s.groups.iter().map(|g| g.n - g.exact.k).sum();
         let errors: u64 = s.groups.iter().map(|g| g.infra_errors).sum();
         let tmp = dir.join("junit.xml.partial");
+        let written = write_cases(cx, &tmp, failures, errors);
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+            return written;
+        }
+        std::fs::rename(&tmp, dir.join("junit.xml")).context("cannot write junit.xml")
+    }
+}
+
+/// Writes the whole document to `tmp` (the file is closed on return).
+fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow::Result<()> {
+    let s = cx.summary;
+    {
         let mut w = BufWriter::new(
-            File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?,
+            File::create(tmp).with_context(|| format!("cannot write {}", tmp.display()))?,
         );
         writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
         writeln!(
@@ -51,24 +67,29 @@ impl Exporter for Junit {
         writeln!(
             w,
             r#"  <testsuite name="{}" tests="{}" failures="{failures}" errors="{errors}">"#,
-            esc(&s.run_id),
+            esc_attr(&s.run_id),
             s.outcomes
         )?;
         let f = File::open(cx.outcomes)
             .with_context(|| format!("cannot read {}", cx.outcomes.display()))?;
-        for line in BufReader::new(f).lines() {
-            let line = line?;
+        for (i, line) in BufReader::new(f).lines().enumerate() {
+            let line = line.with_context(|| format!("cannot read {}", cx.outcomes.display()))?;
             if line.trim().is_empty() {
                 continue;
             }
-            let c: Case = serde_json::from_str(&line)?;
+            let c: Case = serde_json::from_str(&line).map_err(|e| {
+                MalformedOutcomes(format!(
+                    "{}:{}: not an outcome line: {e}",
+                    cx.outcomes.display(),
+                    i + 1
+                ))
+            })?;
             w.write_all(case(&c).as_bytes())?;
         }
         writeln!(w, "  </testsuite>\n</testsuites>")?;
         w.flush()?;
-        drop(w);
-        std::fs::rename(&tmp, dir.join("junit.xml")).context("cannot write junit.xml")
     }
+    Ok(())
 }
 
 fn case(c: &Case) -> String {
@@ -81,14 +102,14 @@ fn case(c: &Case) -> String {
     let _ = write!(
         out,
         r#"    <testcase classname="{}" name="{}""#,
-        esc(&format!("{}.{}.{}", c.scenario, c.mode, c.model)),
-        esc(&name)
+        esc_attr(&format!("{}.{}.{}", c.scenario, c.mode, c.model)),
+        esc_attr(&name)
     );
     if let Some(e) = &c.infra_error {
         let _ = writeln!(
             out,
             ">\n      <error message=\"{}\"/>\n    </testcase>",
-            esc(e)
+            esc_attr(e)
         );
     } else if c.score.exact {
         let _ = writeln!(out, "/>");
@@ -122,8 +143,8 @@ fn case(c: &Case) -> String {
         let _ = writeln!(
             out,
             ">\n      <failure message=\"expected [{}], got [{}]\">expected calls: {}\nactual calls:\n{}</failure>\n    </testcase>",
-            esc(&want.join(", ")),
-            esc(&predicted.join(", ")),
+            esc_attr(&want.join(", ")),
+            esc_attr(&predicted.join(", ")),
             esc(&expected.to_string()),
             esc(&actual.join("\n"))
         );
@@ -131,8 +152,19 @@ fn case(c: &Case) -> String {
     out
 }
 
-/// Escapes text for XML attributes and content.
+/// Escapes text for XML content (and HTML). Line breaks and tabs stay as they are;
+/// characters XML does not allow (other C0 controls, U+FFFE, U+FFFF) are dropped.
 pub fn esc(s: &str) -> String {
+    escape(s, false)
+}
+
+/// Escapes text for an XML attribute value: as [`esc`], and `\n`, `\r`, `\t` become
+/// character references, which attribute-value normalisation leaves intact.
+pub fn esc_attr(s: &str) -> String {
+    escape(s, true)
+}
+
+fn escape(s: &str, attr: bool) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
@@ -141,9 +173,26 @@ pub fn esc(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&apos;"),
+            '\n' if attr => o.push_str("&#10;"),
+            '\r' if attr => o.push_str("&#13;"),
+            '\t' if attr => o.push_str("&#9;"),
+            '\u{FFFE}' | '\u{FFFF}' => {}
             c if (c as u32) < 0x20 && !matches!(c, '\n' | '\t' | '\r') => {}
             c => o.push(c),
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn attributes_keep_line_breaks_as_references() {
+        assert_eq!(esc_attr("a\nb\r\tc\"&"), "a&#10;b&#13;&#9;c&quot;&amp;");
+        assert_eq!(esc("a\nb\tc"), "a\nb\tc");
+        assert_eq!(esc("x\u{FFFE}y\u{FFFF}z\u{1}"), "xyz");
+        assert_eq!(esc_attr("\u{FFFF}"), "");
+    }
 }

@@ -32,7 +32,10 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
         out.push_str(&crate::compare::markdown(c));
         out.push('\n');
     }
+    // Sorted before dedup: one section per scenario even if the groups are not in
+    // scenario order (e.g. a summary.json written by an older version).
     let mut scenarios: Vec<&str> = s.groups.iter().map(|g| g.scenario.as_str()).collect();
+    scenarios.sort_unstable();
     scenarios.dedup();
     for sc in scenarios {
         let _ = writeln!(out, "## {sc}\n");
