@@ -562,10 +562,38 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
     // 4 queries × 3 presets × 2 models.
     assert_eq!(lines.lines().count(), 24);
+    let mut with_context = std::collections::BTreeMap::new();
     for l in lines.lines() {
         let o: Outcome = serde_json::from_str(l).unwrap();
         assert_eq!(o.run_id, "r1");
+        let first = &o.turns[0].entered;
+        let system = first.iter().find(|e| e.layer == "system").unwrap();
+        let defs: Vec<_> = first.iter().filter(|e| e.layer == "tool_defs").collect();
+        if let Some(text) = &system.text {
+            // The one outcome per mode that keeps the first turn's text: exactly what
+            // was counted.
+            let counter = Counter::new(Encoding::O200kBase);
+            assert_eq!(counter.count(text), system.tokens);
+            for d in &defs {
+                let t = d.text.as_ref().expect("definitions kept with the prompt");
+                assert_eq!(counter.count(t), d.tokens, "{}", d.what);
+                let v: Value = serde_json::from_str(t).unwrap();
+                assert_eq!(v["function"]["name"], json!(d.what));
+            }
+            *with_context.entry(o.mode.clone()).or_insert(0) += 1;
+        } else {
+            assert!(defs.iter().all(|d| d.text.is_none()), "{}", o.mode);
+        }
     }
+    assert_eq!(
+        with_context.into_iter().collect::<Vec<_>>(),
+        [
+            ("inline".to_string(), 1),
+            ("legacy".to_string(), 1),
+            ("progressive".to_string(), 1)
+        ],
+        "the first turn's text is kept once per scenario x mode"
+    );
     // The same run id again is refused (exit 2) rather than mixing runs.
     let again = Command::new(env!("CARGO_BIN_EXE_discbench"))
         .args([

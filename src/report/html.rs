@@ -491,11 +491,14 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
             ))
         })?;
         shown += 1;
+        // A selection step picks the first turn's tools per query: those are shown in
+        // the query's own drill-down, not as the mode's definitions.
+        let selected = o.selection.as_ref().is_some_and(|s| s.selected.is_some());
         if let Some(first) = o.turns.first() {
             let recorded: Vec<(String, usize, String)> = first
                 .entered
                 .iter()
-                .filter(|e| e.layer == "tool_defs")
+                .filter(|e| e.layer == "tool_defs" && !selected)
                 .filter_map(|e| Some((e.what.clone(), e.tokens, e.text.clone()?)))
                 .collect();
             if !recorded.is_empty() {

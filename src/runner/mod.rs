@@ -40,7 +40,8 @@ pub struct Entry {
     pub what: String,
     pub tokens: usize,
     /// The text as it was sent. A run keeps the first turn's system prompt and tool
-    /// definitions only in the first outcome of each scenario × mode (they
+    /// definitions (unless a selection step picked them per query) only in the first
+    /// outcome of each scenario × mode (they
     /// are the same in every other one, and would make each line as large as the
     /// catalog); `discbench tokens --show` re-renders them at any time.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -96,14 +97,20 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// Forgets the text of the first turn's system prompt and tool definitions (their
-    /// token counts stay): the same text is kept in one outcome per scenario × mode.
+    /// Forgets the text of what every outcome of a scenario × mode sends alike in its
+    /// first turn (token counts stay): the system prompt always, and the tool
+    /// definitions unless a selection step chose them for this query. The text is
+    /// kept in the first outcome of each scenario × mode.
     pub fn drop_static_context_text(&mut self) {
+        let selected = self
+            .selection
+            .as_ref()
+            .is_some_and(|s| s.selected.is_some());
         for t in self.turns.iter_mut().filter(|t| t.turn == 1) {
             for e in t
                 .entered
                 .iter_mut()
-                .filter(|e| e.layer == "system" || e.layer == "tool_defs")
+                .filter(|e| e.layer == "system" || (e.layer == "tool_defs" && !selected))
             {
                 e.text = None;
             }
@@ -196,7 +203,8 @@ pub fn run(
             max_turns,
         };
         let mut outcome = ep.run(model);
-        if !context_kept.insert((item.scenario, requested.label.clone())) {
+        let has_first_turn = outcome.turns.first().is_some_and(|t| t.turn == 1);
+        if has_first_turn && !context_kept.insert((item.scenario, requested.label.clone())) {
             outcome.drop_static_context_text();
         }
         outcome.run_id = cfg.run_id.clone();
@@ -375,8 +383,11 @@ impl Episode<'_> {
                 });
                 break;
             }
+            // What the model saw when it wrote this turn's calls: a skill read by one
+            // call of a parallel batch was not in context for the others.
+            let seen_skills: Vec<String> = state.loaded_skills.iter().cloned().collect();
             for call in tool_calls {
-                let skills_in_context: Vec<String> = state.loaded_skills.iter().cloned().collect();
+                let skills_in_context = seen_skills.clone();
                 let r = comp.resolve(&call, &mut state, self.dbs);
                 let n = c.count(&r.content);
                 let (layer, record) = match &r.effect {

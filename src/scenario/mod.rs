@@ -990,13 +990,35 @@ impl Loader {
 
     /// Seeds each database and checks declared tables and reference SQL against it.
     fn check_sql(&mut self, file: &Path, cat: &Catalog, queries: &[Query]) {
+        // Errors about a database name the file and path that define it (often an
+        // included fragment), not the scenario that includes it.
+        let defined_at = |me: &Self, db: &str| {
+            me.origins
+                .get(&(Kind2::Database, db.to_string()))
+                .cloned()
+                .unwrap_or_else(|| (file.to_path_buf(), "catalog.databases".to_string()))
+        };
         let dbs = match Databases::build(cat) {
             Ok(d) => d,
-            Err(e) => return self.err(file, "catalog.databases", e),
+            Err(e) => {
+                let db = cat
+                    .databases
+                    .iter()
+                    .find(|d| e.starts_with(&format!("{}: ", d.name)));
+                let (f, p) = match db {
+                    Some(d) => {
+                        let (f, p) = defined_at(self, &d.name);
+                        (f, format!("{p}.seed_sql"))
+                    }
+                    None => (file.to_path_buf(), "catalog.databases".to_string()),
+                };
+                return self.err(&f, &p, e);
+            }
         };
         for (db, problems) in dbs.schema_mismatches(cat) {
-            for p in problems {
-                self.err(file, &format!("catalog.databases.{db}"), p);
+            let (f, p) = defined_at(self, &db);
+            for problem in problems {
+                self.err(&f, &format!("{p}.tables"), problem);
             }
         }
         for (i, q) in queries.iter().enumerate() {

@@ -31,7 +31,9 @@ impl Chart for TokensByMode<'_> {
             .iter()
             .map(|g| STACK.iter().map(|l| g.tokens[*l].median).sum())
             .collect();
-        let ymax = totals.iter().cloned().fold(1.0, f64::max) * 1.15;
+        // Headroom for the six-entry legend in the upper right, so it never covers
+        // the tallest bar.
+        let ymax = totals.iter().cloned().fold(1.0, f64::max) * 1.45;
         let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
         let mut chart = bar_frame(
             area,
