@@ -101,6 +101,13 @@ pub fn write_all(
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    // A target that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a
+    // FIFO) is written in place: renaming over it would replace the device with a
+    // regular file, and a root user's `--out /dev/null` would break the machine.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return std::fs::write(path, bytes)
+            .with_context(|| format!("cannot write {}", path.display()));
+    }
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
@@ -111,4 +118,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 /// `12.3%`.
 pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn writing_to_a_device_keeps_the_device() {
+        write_atomic(Path::new("/dev/null"), b"verdict").unwrap();
+        let m = std::fs::symlink_metadata("/dev/null").unwrap();
+        assert!(m.file_type().is_char_device(), "/dev/null must stay a device");
+        assert!(!Path::new("/dev/null.partial").exists());
+
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("compare.md");
+        write_atomic(&f, b"a").unwrap();
+        write_atomic(&f, b"b").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"b");
+    }
 }
