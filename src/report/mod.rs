@@ -129,7 +129,10 @@ mod tests {
     fn writing_to_a_device_keeps_the_device() {
         write_atomic(Path::new("/dev/null"), b"verdict").unwrap();
         let m = std::fs::symlink_metadata("/dev/null").unwrap();
-        assert!(m.file_type().is_char_device(), "/dev/null must stay a device");
+        assert!(
+            m.file_type().is_char_device(),
+            "/dev/null must stay a device"
+        );
         assert!(!Path::new("/dev/null.partial").exists());
 
         let dir = tempfile::tempdir().unwrap();
