@@ -25,6 +25,16 @@ fn tiny() -> Scenario {
     scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap()
 }
 
+/// The tiny scenario under a preset, with its own (default) instructions.
+fn tiny_composite<'a>(
+    sc: &'a Scenario,
+    t: &'a Templates,
+    preset: &str,
+    cfg: SelectionConfig,
+) -> Composite<'a> {
+    Composite::new(&sc.catalog, None, Mode::preset(preset).unwrap(), t, cfg).unwrap()
+}
+
 fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
@@ -255,14 +265,7 @@ fn meta_tools_answer_as_designed() {
     let sc = tiny();
     let t = Templates::builtin();
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = Composite::new(
-        &sc.catalog,
-        None,
-        Mode::preset("progressive").unwrap(),
-        &t,
-        SelectionConfig::default(),
-    )
-    .unwrap();
+    let comp = tiny_composite(&sc, &t, "progressive", SelectionConfig::default());
     let mut st = comp.new_state();
     let call = |name: &str, args: Value| ToolCall::new("c", name, &args);
 
@@ -383,14 +386,7 @@ fn selection_step_and_request_tools() {
         threshold: 2,
         max: 1,
     };
-    let comp = Composite::new(
-        &sc.catalog,
-        None,
-        Mode::preset("progressive").unwrap(),
-        &t,
-        cfg,
-    )
-    .unwrap();
+    let comp = tiny_composite(&sc, &t, "progressive", cfg);
     assert!(comp.selection_applies());
     let mut st = comp.new_state();
     assert_eq!(
@@ -705,14 +701,7 @@ fn a_refused_request_tools_loads_nothing_and_a_garbled_selection_keeps_all() {
         threshold: 2,
         max: 1,
     };
-    let comp = Composite::new(
-        &sc.catalog,
-        None,
-        Mode::preset("progressive").unwrap(),
-        &t,
-        cfg,
-    )
-    .unwrap();
+    let comp = tiny_composite(&sc, &t, "progressive", cfg);
     let mut st = comp.new_state();
     assert_eq!(
         comp.apply_selection(&mut st, "[\"calculator\"]"),
@@ -763,14 +752,7 @@ fn a_query_without_sql_is_an_executed_call_with_a_schema_violation_in_both_modes
         ),
         ("legacy", ToolCall::new("1", "hr__query", &json!({}))),
     ] {
-        let comp = Composite::new(
-            &sc.catalog,
-            None,
-            Mode::preset(preset).unwrap(),
-            &t,
-            SelectionConfig::default(),
-        )
-        .unwrap();
+        let comp = tiny_composite(&sc, &t, preset, SelectionConfig::default());
         let mut st = comp.new_state();
         let r = comp.resolve(&call, &mut st, &dbs);
         match r.effect {
