@@ -7,7 +7,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use discbench::aggregate;
+use discbench::analysis::aggregate;
 
 const SCENARIOS: usize = 4;
 const MODES: [&str; 3] = ["progressive", "legacy", "inline"];

@@ -1,12 +1,16 @@
 //! Speed of the harness: rendering a mode's context, counting its tokens (cold and
-//! memoized), and a full mock run of the built-in suite (3 presets × 2 models).
+//! memoized), and the full mock run of the built-in suite (3 presets × 2 models) with
+//! every report, as `discbench run` does it, at `--jobs 1` and at the default.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use discbench::runner::events::Collector;
-use discbench::runner::{self, Listener, RunConfig, DEFAULT_MAX_TURNS};
+use std::sync::Arc;
+
+use clap::Parser;
+use discbench::cli::{dispatch, Cli, Environment};
+use discbench::runner::DEFAULT_JOBS;
 use discbench::scenario;
 use discbench::strategy::{Composite, Mode, SelectionConfig, Templates};
 use discbench::tokens::{Counter, Encoding};
@@ -17,7 +21,7 @@ fn benches(c: &mut Criterion) {
         .iter()
         .find(|s| s.name == "enterprise-hub")
         .expect("enterprise-hub");
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let legacy = Mode::preset("legacy").unwrap();
 
     c.bench_function("render enterprise-hub legacy", |b| {
@@ -64,27 +68,33 @@ fn benches(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("suite");
     group.sample_size(10);
-    group.bench_function("full mock run of the built-in suite", |b| {
-        b.iter(|| {
-            let cfg = RunConfig {
-                run_id: "bench".into(),
-                modes: ["progressive", "legacy", "inline"]
-                    .iter()
-                    .map(|p| Mode::preset(p).unwrap())
-                    .collect(),
-                models: vec!["oracle".into(), "lexical".into()],
-                repeat: 1,
-                max_turns: DEFAULT_MAX_TURNS,
-                selection: SelectionConfig::default(),
-                templates: Templates::builtin(),
-            };
-            let counter = Counter::new(Encoding::O200kBase);
-            let mut collector = Collector::default();
-            let mut listeners: [&mut dyn Listener; 1] = [&mut collector];
-            runner::run(&suite, &cfg, &counter, &mut listeners).unwrap();
-            collector.outcomes.len()
-        })
-    });
+    for jobs in [1, DEFAULT_JOBS] {
+        let name = format!("full mock run of the built-in suite with reports, --jobs {jobs}");
+        group.bench_function(name, |b| {
+            let dir = tempfile::tempdir().unwrap();
+            let mut n = 0;
+            b.iter(|| {
+                n += 1;
+                let cli = Cli::parse_from([
+                    "discbench".to_string(),
+                    "run".into(),
+                    "--no-progress".into(),
+                    "--jobs".into(),
+                    jobs.to_string(),
+                    "--run-id".into(),
+                    format!("r{n}"),
+                    "--out".into(),
+                    dir.path().display().to_string(),
+                ]);
+                let env = Environment {
+                    stderr_is_terminal: false,
+                    is_ci: true,
+                };
+                let code = dispatch(cli, env, &mut std::io::sink()).unwrap();
+                assert_eq!(code, 0);
+            })
+        });
+    }
     group.finish();
 }
 

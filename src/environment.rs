@@ -1,8 +1,15 @@
 //! The world the agent acts on: fixture responses for executed calls, and one embedded
 //! SQLite database per catalog database, built from its seed SQL and then made
 //! read-only, answering `query` calls with at most [`ROW_LIMIT`] rows.
+//!
+//! [`Databases`] is shared by every episode of a scenario, however many run at once:
+//! each database is a small pool of identical read-only in-memory connections. A
+//! query takes an idle connection (or seeds a new one), runs, and gives it back; the
+//! pool's lock is held only to take and return a connection, never during a query
+//! or across a model call.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::ValueRef;
@@ -34,7 +41,57 @@ const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The seeded databases of one catalog.
 pub struct Databases {
-    conns: BTreeMap<String, std::cell::RefCell<Connection>>,
+    pools: BTreeMap<String, Pool>,
+}
+
+/// Identical read-only connections to one seeded in-memory database.
+struct Pool {
+    name: String,
+    seed: String,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl Pool {
+    /// Runs `f` on an idle connection, seeding a new one when none is idle.
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Result<T, String> {
+        let taken = self.idle.lock().expect("pool lock").pop();
+        let mut conn = match taken {
+            Some(c) => c,
+            None => open_seeded(&self.name, &self.seed)?,
+        };
+        let out = f(&mut conn);
+        self.idle.lock().expect("pool lock").push(conn);
+        Ok(out)
+    }
+}
+
+/// A new in-memory database: the seed SQL run, then made read-only and guarded.
+fn open_seeded(name: &str, seed: &str) -> Result<Connection, String> {
+    let mut conn = Connection::open_with_flags(
+        ":memory:",
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| format!("{name}: cannot open SQLite: {e}"))?;
+    conn.execute_batch(seed)
+        .map_err(|e| format!("{name}: the seed SQL fails: {e}"))?;
+    conn.pragma_update(None, "query_only", true)
+        .map_err(|e| format!("{name}: cannot make the database read-only: {e}"))?;
+    // SQLite calls ATTACH read-only; a model's SQL must not reach other files,
+    // nor change a setting such as `query_only`.
+    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+        AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
+        AuthAction::Pragma {
+            pragma_name,
+            pragma_value: Some(_),
+        } if !INTROSPECTION_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) => {
+            Authorization::Deny
+        }
+        _ => Authorization::Allow,
+    }))
+    .map_err(|e| format!("{name}: cannot install the SQL guard: {e}"))?;
+    Ok(conn)
 }
 
 /// The rows a query returned, with column names.
@@ -49,15 +106,8 @@ impl Databases {
     /// Creates one in-memory SQLite per database, runs its seed SQL, and makes it
     /// read-only. A database without seed SQL gets its declared tables, empty.
     pub fn build(cat: &Catalog) -> Result<Databases, String> {
-        let mut conns = BTreeMap::new();
+        let mut pools = BTreeMap::new();
         for db in &cat.databases {
-            let mut conn = Connection::open_with_flags(
-                ":memory:",
-                OpenFlags::SQLITE_OPEN_READ_WRITE
-                    | OpenFlags::SQLITE_OPEN_CREATE
-                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-            )
-            .map_err(|e| format!("{}: cannot open SQLite: {e}", db.name))?;
             let seed = match &db.seed_sql {
                 Some(sql) => sql.clone(),
                 None => db
@@ -73,28 +123,19 @@ impl Databases {
                     })
                     .collect(),
             };
-            conn.execute_batch(&seed)
-                .map_err(|e| format!("{}: the seed SQL fails: {e}", db.name))?;
-            conn.pragma_update(None, "query_only", true)
-                .map_err(|e| format!("{}: cannot make the database read-only: {e}", db.name))?;
-            // SQLite calls ATTACH read-only; a model's SQL must not reach other files,
-            // nor change a setting such as `query_only`.
-            conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
-                AuthAction::Attach { .. } | AuthAction::Detach { .. } => Authorization::Deny,
-                AuthAction::Pragma {
-                    pragma_name,
-                    pragma_value: Some(_),
-                } if !INTROSPECTION_PRAGMAS
-                    .contains(&pragma_name.to_ascii_lowercase().as_str()) =>
-                {
-                    Authorization::Deny
-                }
-                _ => Authorization::Allow,
-            }))
-            .map_err(|e| format!("{}: cannot install the SQL guard: {e}", db.name))?;
-            conns.insert(db.name.clone(), std::cell::RefCell::new(conn));
+            // The first connection is made now: a seed that fails is found before
+            // anything runs.
+            let first = open_seeded(&db.name, &seed)?;
+            pools.insert(
+                db.name.clone(),
+                Pool {
+                    name: db.name.clone(),
+                    seed,
+                    idle: Mutex::new(vec![first]),
+                },
+            );
         }
-        Ok(Databases { conns })
+        Ok(Databases { pools })
     }
 
     /// For each database, the differences between the declared tables/columns and
@@ -102,15 +143,14 @@ impl Databases {
     pub fn schema_mismatches(&self, cat: &Catalog) -> Vec<(String, Vec<String>)> {
         let mut out = Vec::new();
         for db in &cat.databases {
-            let Some(conn) = self.conns.get(&db.name) else {
+            let Some(pool) = self.pools.get(&db.name) else {
                 continue;
             };
-            let conn = conn.borrow();
             let mut problems = Vec::new();
-            let actual = match tables_of(&conn) {
-                Ok(t) => t,
-                Err(e) => {
-                    out.push((db.name.clone(), vec![e.to_string()]));
+            let actual = match pool.with(|c| tables_of(c).map_err(|e| e.to_string())) {
+                Ok(Ok(t)) => t,
+                Ok(Err(e)) | Err(e) => {
+                    out.push((db.name.clone(), vec![e]));
                     continue;
                 }
             };
@@ -157,28 +197,29 @@ impl Databases {
 
     /// [`Databases::query`] with another row limit (the SQL judge reads whole results).
     pub fn query_limited(&self, db: &str, sql: &str, limit: usize) -> Result<QueryResult, String> {
-        let mut conn = self
-            .conns
+        let pool = self
+            .pools
             .get(db)
-            .ok_or_else(|| format!("unknown database `{db}`"))?
-            .borrow_mut();
+            .ok_or_else(|| format!("unknown database `{db}`"))?;
         let sql = sql.trim().trim_end_matches(';').trim();
         if sql.is_empty() {
             return Err("empty SQL".into());
         }
-        let started = std::time::Instant::now();
-        let mut steps = 0u64;
-        conn.progress_handler(
-            1000,
-            Some(move || {
-                steps += 1000;
-                steps > STEP_BUDGET || started.elapsed() > QUERY_TIMEOUT
-            }),
-        )
-        .map_err(|e| e.to_string())?;
-        let result = run(&conn, sql, limit);
-        let _ = conn.progress_handler(0, None::<fn() -> bool>);
-        result
+        pool.with(|conn| {
+            let started = std::time::Instant::now();
+            let mut steps = 0u64;
+            conn.progress_handler(
+                1000,
+                Some(move || {
+                    steps += 1000;
+                    steps > STEP_BUDGET || started.elapsed() > QUERY_TIMEOUT
+                }),
+            )
+            .map_err(|e| e.to_string())?;
+            let result = run(conn, sql, limit);
+            let _ = conn.progress_handler(0, None::<fn() -> bool>);
+            result
+        })?
     }
 }
 

@@ -3,16 +3,18 @@
 //! A scenario (catalog + queries + expectations, [`scenario`]) is disclosed to a model
 //! under a [`strategy::Mode`]; the [`runner`] drives the agent loop, [`tokens`] counts
 //! every layer of the context, [`score`] judges the calls on canonical addresses
-//! ([`catalog::Address`]), and each scored [`runner::Outcome`] is one JSON line.
+//! ([`catalog::Address`]), and each scored [`record::Outcome`] is one JSON line of the
+//! versioned run record; [`analysis`] aggregates and compares runs, [`report`]
+//! renders them.
 
-pub mod aggregate;
+pub mod analysis;
 pub mod catalog;
 pub mod cli;
-pub mod compare;
 pub mod environment;
 pub mod error;
 pub mod exit;
 pub mod model;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scenario;

@@ -17,6 +17,26 @@ use serde_json::Value;
 use crate::catalog::{Address, Catalog};
 use crate::environment::{same_rows, Databases, JUDGE_ROW_LIMIT};
 use crate::scenario::{ExpectedCall, Order, Query};
+use crate::strategy::ProtocolError;
+
+/// What a call was: a real call, a discovery (protocol), or a refused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallEffect {
+    Executed,
+    Fetched,
+    Error,
+}
+
+impl CallEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallEffect::Executed => "executed",
+            CallEffect::Fetched => "fetched",
+            CallEffect::Error => "error",
+        }
+    }
+}
 
 /// One call as the runner recorded it, with what it meant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -24,15 +44,14 @@ pub struct CallRecord {
     pub turn: usize,
     pub tool: String,
     pub arguments: String,
-    /// `executed`, `fetched` or `error`.
-    pub effect: String,
+    pub effect: CallEffect,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<Address>,
     /// Addresses whose definitions this call brought into the context.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fetched: Vec<Address>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub error: Option<ProtocolError>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schema_errors: Vec<String>,
     #[serde(default)]
@@ -96,7 +115,10 @@ pub fn score(
     dbs: &Databases,
 ) -> Score {
     let expect = &query.expect;
-    let executed: Vec<&CallRecord> = calls.iter().filter(|c| c.effect == "executed").collect();
+    let executed: Vec<&CallRecord> = calls
+        .iter()
+        .filter(|c| c.effect == CallEffect::Executed)
+        .collect();
     // Skills in context when the model first acted.
     let acting_skills: Vec<String> = executed
         .first()
@@ -111,9 +133,9 @@ pub fn score(
     };
     // Selection events in order: read_skill fetches and executed calls.
     for c in calls {
-        if c.effect == "executed" {
+        if c.effect == CallEffect::Executed {
             push(c.address.as_ref().expect("executed calls carry an address"));
-        } else if c.effect == "fetched" && c.tool == "read_skill" {
+        } else if c.effect == CallEffect::Fetched && c.tool == "read_skill" {
             for a in &c.fetched {
                 push(a);
             }
@@ -335,9 +357,9 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         } else {
             seen.push((&c.tool, &c.arguments));
         }
-        match c.effect.as_str() {
-            "fetched" => p.discovery_calls += 1,
-            "executed" => {
+        match c.effect {
+            CallEffect::Fetched => p.discovery_calls += 1,
+            CallEffect::Executed => {
                 if c.blind {
                     p.blind_calls += 1;
                 }
@@ -345,13 +367,13 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                     p.schema_violation += 1;
                 }
             }
-            _ => match c.error.as_deref() {
-                Some("unknown_target") => p.unknown_target += 1,
-                Some("bad_subcommand") => p.bad_subcommand += 1,
-                Some("schema_violation") => p.schema_violation += 1,
+            CallEffect::Error => match c.error {
+                Some(ProtocolError::UnknownTarget) => p.unknown_target += 1,
+                Some(ProtocolError::BadSubcommand) => p.bad_subcommand += 1,
+                Some(ProtocolError::SchemaViolation) => p.schema_violation += 1,
                 // Refused, not executed: a protocol error, not a blind call.
-                Some("not_loaded") => p.not_loaded += 1,
-                _ => {}
+                Some(ProtocolError::NotLoaded) => p.not_loaded += 1,
+                None => {}
             },
         }
     }
@@ -360,7 +382,7 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
     let used: BTreeSet<&Address> = calls.iter().filter_map(|c| c.address.as_ref()).collect();
     let fetched: BTreeSet<&Address> = calls
         .iter()
-        .filter(|c| c.effect == "fetched" && c.tool != "read_skill")
+        .filter(|c| c.effect == CallEffect::Fetched && c.tool != "read_skill")
         .flat_map(|c| c.fetched.iter())
         .collect();
     p.overfetch = fetched.difference(&used).count();
@@ -383,7 +405,11 @@ mod tests {
             }
             .into(),
             arguments: "{}".into(),
-            effect: effect.into(),
+            effect: match effect {
+                "fetched" => CallEffect::Fetched,
+                "executed" => CallEffect::Executed,
+                _ => CallEffect::Error,
+            },
             address: (effect == "executed").then(|| address.clone()),
             fetched: if effect == "fetched" {
                 vec![address]

@@ -8,7 +8,9 @@ use std::process::Command;
 
 use discbench::environment::Databases;
 use discbench::model;
-use discbench::runner::{Episode, Outcome};
+use discbench::record::texts::TextStore;
+use discbench::record::Layer;
+use discbench::runner::{self, Outcome, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
     Composite, Disclosure, Effect, Mode, ProtocolError, SelectionConfig, Templates,
@@ -16,6 +18,7 @@ use discbench::strategy::{
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::ToolCall;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 fn suite() -> Vec<Scenario> {
     scenario::load_all(&[PathBuf::from("scenarios")]).expect("the built-in suite loads")
@@ -26,36 +29,42 @@ fn tiny() -> Scenario {
 }
 
 /// The tiny scenario under a preset, with its own (default) instructions.
-fn tiny_composite<'a>(
-    sc: &'a Scenario,
-    t: &'a Templates,
+fn tiny_composite(
+    sc: &Scenario,
+    t: &Arc<Templates>,
     preset: &str,
     cfg: SelectionConfig,
-) -> Composite<'a> {
+) -> Composite {
     Composite::new(&sc.catalog, None, Mode::preset(preset).unwrap(), t, cfg).unwrap()
 }
 
-fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
-    let t = Templates::builtin();
-    let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = Composite::new(
-        &sc.catalog,
-        sc.agent.instructions.as_deref(),
-        mode.with_overrides(&sc.agent.modes),
-        &t,
-        SelectionConfig::default(),
-    )
-    .unwrap();
-    let mut m = model::build(model_name).unwrap();
-    Episode {
-        scenario: sc,
-        query: &sc.queries[q],
-        composite: &comp,
-        counter,
-        dbs: &dbs,
+/// The plan of one scenario under one mode with one model, repeat 1: item `q` is
+/// query `q`.
+fn plan_for(
+    sc: &Scenario,
+    mode: &Mode,
+    model_name: &str,
+    selection: SelectionConfig,
+    counter: &Counter,
+) -> Plan {
+    let cfg = RunConfig {
+        run_id: "test".into(),
+        scenario_paths: Vec::new(),
+        modes: vec![mode.clone()],
+        models: vec![model_name.into()],
+        repeat: 1,
         max_turns: 10,
-    }
-    .run(m.as_mut())
+        selection,
+        templates: Arc::new(Templates::builtin()),
+        templates_dir: None,
+    };
+    Plan::build(std::slice::from_ref(sc), &cfg, counter).unwrap()
+}
+
+fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
+    let plan = plan_for(sc, mode, model_name, SelectionConfig::default(), counter);
+    let m = model::build(model_name).unwrap();
+    runner::run_one(&plan, q, m.as_ref(), counter)
 }
 
 #[test]
@@ -121,31 +130,20 @@ fn request_tools_engages_on_the_large_scenario() {
         .into_iter()
         .find(|s| s.name == "large-catalog")
         .unwrap();
-    let t = Templates::builtin();
-    let dbs = Databases::build(&sc.catalog).unwrap();
     let mode = Mode::preset("progressive").unwrap();
+    let m = model::build("oracle").unwrap();
     for max in [6, 1] {
-        let comp = Composite::new(
-            &sc.catalog,
-            sc.agent.instructions.as_deref(),
-            mode.clone(),
-            &t,
+        let plan = plan_for(
+            &sc,
+            &mode,
+            "oracle",
             SelectionConfig { threshold: 12, max },
-        )
-        .unwrap();
-        assert!(comp.selection_applies());
+            &counter,
+        );
+        assert!(plan.units[0].composite.selection_applies());
         let mut used = 0;
-        for q in &sc.queries {
-            let mut m = model::build("oracle").unwrap();
-            let o = Episode {
-                scenario: &sc,
-                query: q,
-                composite: &comp,
-                counter: &counter,
-                dbs: &dbs,
-                max_turns: 10,
-            }
-            .run(m.as_mut());
+        for (i, q) in sc.queries.iter().enumerate() {
+            let o = runner::run_one(&plan, i, m.as_ref(), &counter);
             assert!(
                 o.selection.as_ref().is_some_and(|s| s.selected.is_some()),
                 "{}: selection ran",
@@ -216,7 +214,7 @@ fn ledger_adds_up_to_the_recounted_requests() {
                 + w[1]
                     .entered
                     .iter()
-                    .filter(|e| e.layer == "fetched" && e.what.starts_with("tool definition"))
+                    .filter(|e| e.layer == Layer::Fetched && e.what.starts_with("tool definition"))
                     .map(|e| e.tokens)
                     .sum::<usize>();
             assert_eq!(
@@ -234,7 +232,7 @@ fn token_counts_match_an_independent_encode() {
     let counter = Counter::new(Encoding::O200kBase);
     let bpe = tiktoken_rs::o200k_base().unwrap();
     let sc = tiny();
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let comp = Composite::new(
         &sc.catalog,
         sc.agent.instructions.as_deref(),
@@ -263,7 +261,7 @@ fn token_counts_match_an_independent_encode() {
 #[test]
 fn meta_tools_answer_as_designed() {
     let sc = tiny();
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
     let comp = tiny_composite(&sc, &t, "progressive", SelectionConfig::default());
     let mut st = comp.new_state();
@@ -379,7 +377,7 @@ fn meta_tools_answer_as_designed() {
 #[test]
 fn selection_step_and_request_tools() {
     let sc = tiny();
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
     // A threshold of 2 makes the tiny catalog (5 tools) select.
     let cfg = SelectionConfig {
@@ -488,7 +486,7 @@ fn scoring_of_wrong_and_forbidden_calls() {
 fn snapshot_context(preset: &str) -> String {
     let sc = tiny();
     let counter = Counter::new(Encoding::O200kBase);
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let comp = Composite::new(
         &sc.catalog,
         sc.agent.instructions.as_deref(),
@@ -558,38 +556,57 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
     // 4 queries × 3 presets × 2 models.
     assert_eq!(lines.lines().count(), 24);
-    let mut with_context = std::collections::BTreeMap::new();
+    // Shared texts (system prompts, first-turn tool definitions) are in texts.jsonl
+    // once each, and every outcome refers to them by hash, whatever order episodes
+    // finished in: the text behind each reference is exactly what was counted.
+    let texts = TextStore::load(&dir.path().join("r1")).unwrap();
+    let store_lines = std::fs::read_to_string(dir.path().join("r1/texts.jsonl")).unwrap();
+    assert_eq!(
+        store_lines.lines().count(),
+        texts.len(),
+        "each text stored once"
+    );
+    let counter = Counter::new(Encoding::O200kBase);
+    let mut referenced = std::collections::BTreeSet::new();
     for l in lines.lines() {
         let o: Outcome = serde_json::from_str(l).unwrap();
         assert_eq!(o.run_id, "r1");
+        assert_eq!(o.format, discbench::record::FORMAT_VERSION);
         let first = &o.turns[0].entered;
-        let system = first.iter().find(|e| e.layer == "system").unwrap();
-        let defs: Vec<_> = first.iter().filter(|e| e.layer == "tool_defs").collect();
-        if let Some(text) = &system.text {
-            // The one outcome per mode that keeps the first turn's text: exactly what
-            // was counted.
-            let counter = Counter::new(Encoding::O200kBase);
-            assert_eq!(counter.count(text), system.tokens);
-            for d in &defs {
-                let t = d.text.as_ref().expect("definitions kept with the prompt");
-                assert_eq!(counter.count(t), d.tokens, "{}", d.what);
-                let v: Value = serde_json::from_str(t).unwrap();
-                assert_eq!(v["function"]["name"], json!(d.what));
+        let system = first.iter().find(|e| e.layer == Layer::System).unwrap();
+        let defs: Vec<_> = first
+            .iter()
+            .filter(|e| e.layer == Layer::ToolDefs)
+            .collect();
+        assert!(!defs.is_empty());
+        for e in std::iter::once(system).chain(defs) {
+            assert!(e.text.is_none(), "shared text kept inline: {}", e.what);
+            let h = e.text_ref.as_ref().expect("a reference");
+            let text = texts.get(h).expect("the reference resolves");
+            assert_eq!(counter.count(text), e.tokens, "{}", e.what);
+            if e.layer == Layer::ToolDefs {
+                let v: Value = serde_json::from_str(text).unwrap();
+                assert_eq!(v["function"]["name"], json!(e.what));
             }
-            *with_context.entry(o.mode.clone()).or_insert(0) += 1;
-        } else {
-            assert!(defs.iter().all(|d| d.text.is_none()), "{}", o.mode);
+            referenced.insert(h.clone());
         }
     }
     assert_eq!(
-        with_context.into_iter().collect::<Vec<_>>(),
-        [
-            ("inline".to_string(), 1),
-            ("legacy".to_string(), 1),
-            ("progressive".to_string(), 1)
-        ],
-        "the first turn's text is kept once per scenario x mode"
+        referenced.len(),
+        texts.len(),
+        "no text stored that nothing uses"
     );
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r1/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["plan"]["total"], json!(24));
+    assert_eq!(manifest["assigned"], json!(24));
+    assert_eq!(manifest["settings"]["tokenizer"], json!("o200k_base"));
+    assert!(manifest["scenarios"][0]["files"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|f| f.ends_with("tiny.yaml")));
     // The same run id again is refused (exit 2) rather than mixing runs.
     let again = Command::new(env!("CARGO_BIN_EXE_discbench"))
         .args([
@@ -695,7 +712,7 @@ fn a_template_that_fails_to_render_is_bad_input_and_writes_nothing() {
 #[test]
 fn a_refused_request_tools_loads_nothing_and_a_garbled_selection_keeps_all() {
     let sc = tiny();
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
     let cfg = SelectionConfig {
         threshold: 2,
@@ -739,7 +756,7 @@ fn a_refused_request_tools_loads_nothing_and_a_garbled_selection_keeps_all() {
 #[test]
 fn a_query_without_sql_is_an_executed_call_with_a_schema_violation_in_both_modes() {
     let sc = tiny();
-    let t = Templates::builtin();
+    let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
     for (preset, call) in [
         (

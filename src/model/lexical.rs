@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::bm25;
-use super::{fill_required, InfraError, Model, Purpose, Turn};
+use super::{fill_required, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::wire::{Context, Message, Response, ToolCall};
 
 /// Below this BM25 score the model answers without a call.
@@ -20,8 +20,22 @@ const MIN_SCORE: f64 = 1.0;
 /// A skill stub scoring this share of the best option is read as well.
 const SKILL_SHARE: f64 = 0.6;
 
+/// The lexical backend: sessions see only what each request shows.
+pub struct Lexical;
+
+impl Backend for Lexical {
+    fn name(&self) -> &str {
+        "lexical"
+    }
+
+    fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+        Box::new(LexicalSession::default())
+    }
+}
+
+/// One episode of the lexical model.
 #[derive(Default)]
-pub struct Lexical {
+pub struct LexicalSession {
     /// What each call this episode was for, by call id.
     pending: HashMap<String, Step>,
     calls: usize,
@@ -51,36 +65,25 @@ enum Option_ {
     Unloaded(String),
 }
 
-impl Model for Lexical {
-    fn name(&self) -> &str {
-        "lexical"
-    }
-
-    fn begin(&mut self) {
-        self.pending.clear();
-        self.calls = 0;
-    }
-
-    fn respond(&mut self, turn: &Turn) -> Result<Response, InfraError> {
-        let cx = turn.context;
+#[async_trait::async_trait]
+impl Session for LexicalSession {
+    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
+        let cx = request.context;
         let query = cx.query().to_string();
-        if turn.purpose == Purpose::Select {
-            return Ok(Response::say(select(
-                cx,
-                &query,
-                turn.guide.composite.selection_config().max,
-            )));
+        if let Purpose::Select { max } = request.purpose {
+            return Ok(Response::say(select(cx, &query, max)).into());
         }
         let calls = if cx.messages.len() <= 1 {
             self.first(cx, &query)
         } else {
             self.follow_up(cx, &query)
         };
-        if calls.is_empty() {
-            Ok(Response::say("Done."))
+        Ok(if calls.is_empty() {
+            Response::say("Done.")
         } else {
-            Ok(Response::call(calls))
+            Response::call(calls)
         }
+        .into())
     }
 }
 
@@ -104,7 +107,7 @@ fn select(cx: &Context, query: &str, max: usize) -> String {
     serde_json::to_string(&names).expect("names serialize")
 }
 
-impl Lexical {
+impl LexicalSession {
     fn id(&mut self) -> String {
         self.calls += 1;
         format!("call_{}", self.calls)

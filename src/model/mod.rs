@@ -1,64 +1,139 @@
 //! Models: what answers a context with text and/or tool calls (DESIGN §6).
 //!
-//! One trait, one file per implementation: [`oracle::Oracle`] knows the expectation and
-//! walks each strategy's protocol by the shortest route; [`lexical::Lexical`] sees only
-//! the context and ranks what it shows with BM25. Both are deterministic.
+//! A [`Backend`] is built once per `--model` and shared by every task of a run
+//! (`Send + Sync`); it opens a [`Session`] per episode, which answers [`Request`]s
+//! asynchronously with an [`Answer`] (the response, plus the provider's usage and the
+//! latency when it has them) or a typed [`ModelError`]. One file per backend:
+//! [`oracle`] knows the expectation — it alone is handed the [`GroundTruth`] when its
+//! session opens — and walks each strategy's protocol by the shortest route;
+//! [`lexical`] sees only the context and ranks what it shows with BM25. Both are
+//! deterministic and never fail.
 
 pub mod bm25;
 pub mod lexical;
 pub mod oracle;
 
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use serde_json::{json, Map, Value};
 
-use crate::scenario::Query;
+use crate::record::Usage;
+use crate::scenario::Expect;
 use crate::strategy::{Composite, State};
 use crate::wire::{Context, Response};
 
 /// Why the model is being asked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
-    /// The selection step: answer with a JSON array of tool names.
-    Select,
+    /// The selection step: answer with a JSON array of at most `max` tool names.
+    Select { max: usize },
     /// A turn of the agent loop.
     Act,
 }
 
-/// The strategy and episode state, for models allowed to know the protocol (the oracle).
-pub struct Guide<'a> {
-    pub composite: &'a Composite<'a>,
-    pub state: &'a State,
-}
-
-/// One request to a model.
-pub struct Turn<'a> {
+/// One request to a model: nothing but what a real model would be sent.
+pub struct Request<'a> {
     pub purpose: Purpose,
     pub context: &'a Context,
-    /// The query with its expectation: only the oracle may read `expect`.
-    pub query: &'a Query,
-    pub guide: Guide<'a>,
 }
 
-/// A failure that is not the model's fault (API down, timeout): recorded as `infra_error`.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct InfraError(pub String);
+/// A model's answer to one request.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub response: Response,
+    /// What the provider reported it billed, when it reports it.
+    pub usage: Option<Usage>,
+    /// How long the answer took, when the backend measures it.
+    pub latency: Option<Duration>,
+}
 
-pub trait Model {
+impl From<Response> for Answer {
+    fn from(response: Response) -> Answer {
+        Answer {
+            response,
+            usage: None,
+            latency: None,
+        }
+    }
+}
+
+/// Why a request got no answer. None of these is the model's fault: after the
+/// retries the runner allows, the outcome is recorded as an infra error and is never
+/// counted as a wrong answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelError {
+    #[error("rate limited{}", retry_after.map(|d| format!(" (retry after {} ms)", d.as_millis())).unwrap_or_default())]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("timed out")]
+    Timeout,
+    #[error("server error (HTTP {status})")]
+    Server { status: u16 },
+    #[error("request rejected (HTTP {status}): {message}")]
+    Rejected { status: u16, message: String },
+    #[error("authentication failed: {0}")]
+    Authentication(String),
+    #[error("the answer could not be decoded: {0}")]
+    Undecodable(String),
+}
+
+impl ModelError {
+    /// Whether trying again may help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            ModelError::RateLimited { .. } | ModelError::Timeout | ModelError::Server { .. }
+        )
+    }
+
+    /// The wait the provider asked for, if any.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            ModelError::RateLimited { retry_after } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// The episode state, shared with the one backend allowed to see it (the oracle).
+/// The runner locks it only while it resolves calls, never across a model call.
+pub type StateView = Arc<Mutex<State>>;
+
+/// What the oracle is told when its session opens: the expectation and the
+/// strategy's protocol, with a view of the episode state. Requests never carry it.
+#[derive(Clone)]
+pub struct GroundTruth {
+    pub expect: Expect,
+    pub protocol: Arc<Composite>,
+    pub state: StateView,
+}
+
+/// One model endpoint (or mock), shared across the tasks of a run.
+pub trait Backend: Send + Sync {
     /// The name outcomes carry, e.g. `oracle`.
     fn name(&self) -> &str;
-    /// Called before each episode.
-    fn begin(&mut self) {}
-    fn respond(&mut self, turn: &Turn) -> Result<Response, InfraError>;
+    /// Whether its sessions must be handed the [`GroundTruth`] (the oracle only).
+    fn wants_ground_truth(&self) -> bool {
+        false
+    }
+    /// A session for one episode.
+    fn open(&self, truth: Option<GroundTruth>) -> Box<dyn Session>;
+}
+
+/// One episode's conversation with a model.
+#[async_trait::async_trait]
+pub trait Session: Send {
+    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError>;
 }
 
 /// The model names `--model` accepts.
 pub const MODELS: [&str; 2] = ["oracle", "lexical"];
 
-/// Builds a model from its CLI name.
-pub fn build(spec: &str) -> Result<Box<dyn Model>, String> {
+/// Builds a backend from its CLI name.
+pub fn build(spec: &str) -> Result<Arc<dyn Backend>, String> {
     match spec {
-        "oracle" => Ok(Box::new(oracle::Oracle::default())),
-        "lexical" => Ok(Box::new(lexical::Lexical::default())),
+        "oracle" => Ok(Arc::new(oracle::Oracle)),
+        "lexical" => Ok(Arc::new(lexical::Lexical)),
         other => Err(format!(
             "unknown model `{other}`; available: {}",
             MODELS.join(", ")

@@ -5,20 +5,40 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{fill_required, InfraError, Model, Purpose, Turn};
+use super::{fill_required, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
+use crate::strategy::Composite;
 use crate::wire::{Response, ToolCall};
 
-#[derive(Default)]
-pub struct Oracle {
+/// The oracle backend: each session is handed the episode's ground truth.
+pub struct Oracle;
+
+impl Backend for Oracle {
+    fn name(&self) -> &str {
+        "oracle"
+    }
+
+    fn wants_ground_truth(&self) -> bool {
+        true
+    }
+
+    fn open(&self, truth: Option<GroundTruth>) -> Box<dyn Session> {
+        Box::new(OracleSession { truth, calls: 0 })
+    }
+}
+
+/// One episode of the oracle.
+pub struct OracleSession {
+    /// `None` only if the runner did not hand it over: then it answers without calls.
+    truth: Option<GroundTruth>,
     calls: usize,
 }
 
 /// The arguments the oracle sends for an expected call: the first accepted value of
 /// each pinned parameter, placeholders for the other required ones; for database
 /// queries, the reference SQL.
-pub fn oracle_args(target: &ExpectedCall, turn: &Turn) -> Value {
+pub fn oracle_args(target: &ExpectedCall, protocol: &Composite) -> Value {
     if let Address::Database(_) = target.address {
         let sql = target
             .sql
@@ -35,21 +55,23 @@ pub fn oracle_args(target: &ExpectedCall, turn: &Turn) -> Value {
                 .map(|v| (k.clone(), v.clone()))
         })
         .collect();
-    let catalog_schema = turn.guide.composite.catalog_schema(&target.address);
+    let catalog_schema = protocol.catalog_schema(&target.address);
     fill_required(&catalog_schema.unwrap_or(json!({})), &given)
 }
 
-impl Model for Oracle {
-    fn name(&self) -> &str {
-        "oracle"
+#[async_trait::async_trait]
+impl Session for OracleSession {
+    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
+        Ok(self.next(request).into())
     }
+}
 
-    fn begin(&mut self) {
-        self.calls = 0;
-    }
-
-    fn respond(&mut self, turn: &Turn) -> Result<Response, InfraError> {
-        let expect = &turn.query.expect;
+impl OracleSession {
+    fn next(&mut self, request: &Request<'_>) -> Response {
+        let Some(truth) = &self.truth else {
+            return Response::say("Done.");
+        };
+        let expect = &truth.expect;
         // Skills first: a careful model reads the procedure before acting.
         let mut targets: Vec<&ExpectedCall> = expect
             .calls
@@ -62,14 +84,13 @@ impl Model for Oracle {
                 .iter()
                 .filter(|c| !matches!(c.address, Address::Skill(_))),
         );
-        let g = &turn.guide;
-        if turn.purpose == Purpose::Select {
-            let mut tools = g.composite.tools_for(&targets);
-            tools.truncate(g.composite.selection_config().max);
-            return Ok(Response::say(
-                serde_json::to_string(&tools).expect("names serialize"),
-            ));
+        let protocol = &truth.protocol;
+        if let Purpose::Select { max } = request.purpose {
+            let mut tools = protocol.tools_for(&targets);
+            tools.truncate(max);
+            return Response::say(serde_json::to_string(&tools).expect("names serialize"));
         }
+        let state = truth.state.lock().expect("episode state");
         for (k, t) in targets.iter().enumerate() {
             // The same address may be expected twice (e.g. two cities): the k-th
             // expectation of an address is met by its k-th execution.
@@ -78,22 +99,22 @@ impl Model for Oracle {
                 .filter(|x| x.address == t.address)
                 .count();
             let done = match &t.address {
-                Address::Skill(n) => g.state.loaded_skills.contains(n),
-                a => g.state.executed.iter().filter(|e| *e == a).count() > earlier,
+                Address::Skill(n) => state.loaded_skills.contains(n),
+                a => state.executed.iter().filter(|e| *e == a).count() > earlier,
             };
             if done {
                 continue;
             }
-            let args = oracle_args(t, turn);
-            if let Some((tool, a)) = g.composite.route(t, &args, g.state) {
+            let args = oracle_args(t, protocol);
+            if let Some((tool, a)) = protocol.route(t, &args, &state) {
                 self.calls += 1;
-                return Ok(Response::call(vec![ToolCall::new(
+                return Response::call(vec![ToolCall::new(
                     format!("call_{}", self.calls),
                     tool,
                     &a,
-                )]));
+                )]);
             }
         }
-        Ok(Response::say("Done."))
+        Response::say("Done.")
     }
 }

@@ -15,8 +15,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use serde_json::Value;
@@ -24,9 +22,12 @@ use serde_json::Value;
 use super::junit::esc;
 use super::plots::{chart_list, scenarios};
 use super::{pct, write_atomic, Exporter, ReportCx};
-use crate::aggregate::MalformedOutcomes;
-use crate::aggregate::{Group, Summary};
-use crate::compare::{Comparison, Verdict};
+use crate::analysis::aggregate::{Group, Summary};
+use crate::analysis::compare::{Comparison, Verdict};
+use crate::record::manifest::PlanOrder;
+use crate::record::reader;
+use crate::record::texts::TextStore;
+use crate::record::{Layer, OutcomeKey};
 use crate::runner::{Entry, Outcome, TurnRecord};
 
 /// Outcomes shown in the drill-down at most; the rest are counted in a note.
@@ -375,7 +376,7 @@ fn outcome_html(o: &Outcome) -> String {
             let _ = write!(
                 s,
                 "<tr><td class=l>{}</td><td class=l><code>{}</code>{text}</td><td>{}</td></tr>",
-                esc(&e.layer),
+                esc(e.layer.as_str()),
                 esc(&clip(&e.what)),
                 e.tokens
             );
@@ -389,7 +390,7 @@ fn outcome_html(o: &Outcome) -> String {
         for c in &o.calls {
             let note = c
                 .error
-                .clone()
+                .map(|e| e.as_str().to_string())
                 .unwrap_or_else(|| c.schema_errors.join("; "));
             let _ = write!(
                 s,
@@ -397,7 +398,7 @@ fn outcome_html(o: &Outcome) -> String {
                 c.turn,
                 esc(&c.tool),
                 esc(&clip(&c.arguments)),
-                esc(&c.effect),
+                esc(c.effect.as_str()),
                 esc(&c.address.as_ref().map(|a| a.to_string()).unwrap_or_default()),
                 esc(&note),
                 if c.blind { " (blind)" } else { "" }
@@ -415,7 +416,8 @@ fn outcome_html(o: &Outcome) -> String {
 /// Whether an entry is a tool definition entering the context: one shown from the
 /// first turn, or one loaded later (`request_tools`, a tool search).
 fn is_definition(e: &Entry) -> bool {
-    e.layer == "tool_defs" || (e.layer == "fetched" && e.what.starts_with("tool definition "))
+    e.layer == Layer::ToolDefs
+        || (e.layer == Layer::Fetched && e.what.starts_with("tool definition "))
 }
 
 /// The name of the tool an entry defines.
@@ -459,8 +461,11 @@ fn definitions_html(t: &TurnRecord) -> String {
 /// Per mode, its first-turn tool definitions: (name, tokens, JSON text).
 type ModeDefs = BTreeMap<String, Vec<(String, usize, String)>>;
 
-/// Per scenario, per query: its text, tags and the outcomes' HTML.
-type Queries = BTreeMap<String, BTreeMap<String, (String, Vec<String>, String)>>;
+/// Per scenario, per query: its text, tags and each outcome's key and HTML.
+type Queries = BTreeMap<String, BTreeMap<String, QueryEntry>>;
+
+/// A query's text and tags, and each of its outcomes' place in the plan and HTML.
+type QueryEntry = (String, Vec<String>, Vec<((usize, OutcomeKey), String)>);
 
 /// The drill-down of every scenario: per query, its outcomes; plus each mode's system
 /// prompt once. Streams the outcome file.
@@ -473,23 +478,15 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
     let mut defs: BTreeMap<String, ModeDefs> = BTreeMap::new();
     let mut shown = 0;
     let mut skipped = 0;
-    let f = File::open(outcomes)?;
-    for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    let dir = outcomes.parent().unwrap_or(Path::new("."));
+    let texts = TextStore::load(dir)?;
+    let order = PlanOrder::for_dir(dir)?;
+    reader::read::<Outcome>(outcomes, |_, mut o| {
         if shown >= DRILL_LIMIT {
             skipped += 1;
-            continue;
+            return Ok(());
         }
-        let o: Outcome = serde_json::from_str(&line).map_err(|e| {
-            MalformedOutcomes(format!(
-                "{}:{}: not an outcome line: {e}",
-                outcomes.display(),
-                i + 1
-            ))
-        })?;
+        texts.resolve(&mut o);
         shown += 1;
         // A selection step picks the first turn's tools per query: those are shown in
         // the query's own drill-down, not as the mode's definitions.
@@ -498,7 +495,7 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
             let recorded: Vec<(String, usize, String)> = first
                 .entered
                 .iter()
-                .filter(|e| e.layer == "tool_defs" && !selected)
+                .filter(|e| e.layer == Layer::ToolDefs && !selected)
                 .filter_map(|e| Some((e.what.clone(), e.tokens, e.text.clone()?)))
                 .collect();
             if !recorded.is_empty() {
@@ -508,7 +505,7 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
                     .or_insert(recorded);
             }
             for e in &first.entered {
-                if e.layer == "system" {
+                if e.layer == Layer::System {
                     if let Some(t) = &e.text {
                         prompts
                             .entry(o.scenario.clone())
@@ -519,14 +516,24 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
                 }
             }
         }
+        // The mode's first-turn texts are shown once per scenario (above); an outcome
+        // shows its own only when a selection step chose them for its query.
+        for t in o.turns.iter_mut().filter(|t| t.turn == 1) {
+            for e in t.entered.iter_mut() {
+                if e.layer == Layer::System || (e.layer == Layer::ToolDefs && !selected) {
+                    e.text = None;
+                }
+            }
+        }
         let text = first_user_text(&o);
         let entry = per
             .entry(o.scenario.clone())
             .or_default()
             .entry(o.query_id.clone())
-            .or_insert_with(|| (text, o.tags.clone(), String::new()));
-        entry.2 += &outcome_html(&o);
-    }
+            .or_insert_with(|| (text, o.tags.clone(), Vec::new()));
+        entry.2.push((order.rank(&o.key()), outcome_html(&o)));
+        Ok(())
+    })?;
     let mut out = BTreeMap::new();
     for (sc, queries) in per {
         let mut s = String::from("<h3>Contexts</h3>");
@@ -535,7 +542,10 @@ fn drill_down(outcomes: &Path) -> anyhow::Result<(BTreeMap<String, String>, usiz
         }
         s += &mode_definitions_html(defs.get(&sc));
         s += "<h3>Queries</h3>";
-        for (qid, (text, tags, body)) in queries {
+        for (qid, (text, tags, mut outcomes)) in queries {
+            // Episodes finish in any order: the page shows them in plan order.
+            outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+            let body: String = outcomes.into_iter().map(|(_, h)| h).collect();
             let tags: String = tags
                 .iter()
                 .map(|t| format!("<span class=tag>{}</span>", esc(t)))
@@ -583,7 +593,7 @@ fn mode_definitions_html(defs: Option<&ModeDefs>) -> String {
 fn first_user_text(o: &Outcome) -> String {
     o.turns
         .first()
-        .and_then(|t| t.entered.iter().find(|e| e.layer == "query"))
+        .and_then(|t| t.entered.iter().find(|e| e.layer == Layer::Query))
         .and_then(|e| e.text.clone())
         .unwrap_or_default()
 }
@@ -642,6 +652,12 @@ pub fn render(
         );
     }
     page += "</nav><main><pre id=selftest data-result='not run' style='display:none'></pre>";
+    if let Some((done, planned)) = s.incomplete() {
+        let _ = write!(
+            page,
+            "<p class=bad id=incomplete><b>Incomplete run:</b> {done} of {planned} work items have an outcome; the numbers below cover those alone. <code>discbench run --resume RUN_DIR</code> finishes it.</p>"
+        );
+    }
     if let Some(c) = comparison {
         page += &comparison_html(c);
     }

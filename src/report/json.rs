@@ -1,4 +1,4 @@
-//! `summary.json`: the whole [`crate::aggregate::Summary`], plus the comparison
+//! `summary.json`: the whole [`crate::analysis::aggregate::Summary`], plus the comparison
 //! verdict when there is one. `compare` reads it back as a baseline.
 
 use std::path::Path;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use anyhow::Context as _;
@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Exporter, ReportCx};
-use crate::aggregate::MalformedOutcomes;
+use crate::record::manifest::PlanOrder;
+use crate::record::{reader, OutcomeKey};
 use crate::score::Score;
 
 pub struct Junit;
@@ -70,21 +71,24 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
             esc_attr(&s.run_id),
             s.outcomes
         )?;
-        let f = File::open(cx.outcomes)
-            .with_context(|| format!("cannot read {}", cx.outcomes.display()))?;
-        for (i, line) in BufReader::new(f).lines().enumerate() {
-            let line = line.with_context(|| format!("cannot read {}", cx.outcomes.display()))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let c: Case = serde_json::from_str(&line).map_err(|e| {
-                MalformedOutcomes(format!(
-                    "{}:{}: not an outcome line: {e}",
-                    cx.outcomes.display(),
-                    i + 1
-                ))
-            })?;
-            w.write_all(case(&c).as_bytes())?;
+        // Episodes finish in any order: cases are written in plan order.
+        let dir = cx.outcomes.parent().unwrap_or(Path::new("."));
+        let order = PlanOrder::for_dir(dir)?;
+        let mut cases = Vec::new();
+        reader::read::<Case>(cx.outcomes, |_, c| {
+            let key = OutcomeKey {
+                scenario: c.scenario.clone(),
+                query_id: c.query_id.clone(),
+                mode: c.mode.clone(),
+                model: c.model.clone(),
+                repeat: c.repeat,
+            };
+            cases.push((order.rank(&key), case(&c)));
+            Ok(())
+        })?;
+        cases.sort_by(|a, b| a.0.cmp(&b.0));
+        for (_, text) in cases {
+            w.write_all(text.as_bytes())?;
         }
         writeln!(w, "  </testsuite>\n</testsuites>")?;
         w.flush()?;

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use std::path::Path;
 
 use super::{pct, write_atomic, Exporter, ReportCx};
-use crate::aggregate::Summary;
-use crate::compare::Comparison;
+use crate::analysis::aggregate::Summary;
+use crate::analysis::compare::Comparison;
 
 pub struct SummaryMd;
 
@@ -28,8 +28,11 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# discbench run `{}`\n", s.run_id);
     let _ = writeln!(out, "{} outcomes, tokenizer `{}`. Rates with Wilson 95% intervals; tokens are medians per outcome.\n", s.outcomes, s.tokenizer);
+    if let Some((done, planned)) = s.incomplete() {
+        let _ = writeln!(out, "**Incomplete run: {done} of {planned} work items have an outcome**; the numbers below cover those alone (`discbench run --resume RUN_DIR` finishes it).\n");
+    }
     if let Some(c) = comparison {
-        out.push_str(&crate::compare::markdown(c));
+        out.push_str(&crate::analysis::compare::markdown(c));
         out.push('\n');
     }
     // Sorted before dedup: one section per scenario even if the groups are not in

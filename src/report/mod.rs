@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::aggregate::{self, Summary};
-use crate::compare::Comparison;
+use crate::analysis::aggregate::{self, Summary};
+use crate::analysis::compare::Comparison;
 
 /// What every exporter reads.
 pub struct ReportCx<'a> {
@@ -57,26 +57,6 @@ impl Exporter for CsvExport {
         aggregate::write_summary_csv(cx.summary, &tmp)?;
         std::fs::rename(&tmp, dir.join("summary.csv")).context("cannot write summary.csv")
     }
-}
-
-/// Flattens and aggregates a run directory's outcomes (writing `outcomes.parquet`).
-pub fn summarize_run(dir: &Path) -> anyhow::Result<Summary> {
-    let jsonl = dir.join("outcomes.jsonl");
-    if !jsonl.is_file() {
-        anyhow::bail!("{} has no outcomes.jsonl", dir.display());
-    }
-    aggregate::flatten(&jsonl, &dir.join("outcomes.parquet"))?;
-    aggregate::summarize(&dir.join("outcomes.parquet"))
-}
-
-/// Aggregates a run directory's outcomes without writing into it (for reading a
-/// baseline): the Parquet file goes to a temporary directory.
-pub fn summarize_read_only(dir: &Path) -> anyhow::Result<Summary> {
-    let jsonl = dir.join("outcomes.jsonl");
-    let tmp = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let parquet = tmp.path().join("outcomes.parquet");
-    aggregate::flatten(&jsonl, &parquet)?;
-    aggregate::summarize(&parquet)
 }
 
 /// Writes every report file into the run directory.

@@ -1,10 +1,11 @@
-//! The terminal summary: one row per scenario × mode × model, with exact-match rate,
-//! mean F1, mean first-turn context tokens, mean billed input tokens, first-turn
-//! savings against the `legacy` preset, and protocol errors.
+//! The terminal summary: one row per scenario × mode × model, rendered from the same
+//! [`Summary`] as every report (one aggregation, one code path): exact-match rate,
+//! mean F1, median first-turn and billed input tokens, first-turn savings against the
+//! `legacy` preset (of medians), and the share of outcomes with a protocol error.
 
 use std::fmt::Write;
 
-use crate::runner::Outcome;
+use crate::analysis::aggregate::Summary;
 
 /// One row of the summary.
 #[derive(Debug, Clone, PartialEq)]
@@ -12,78 +13,42 @@ pub struct Row {
     pub scenario: String,
     pub mode: String,
     pub model: String,
-    pub n: usize,
+    /// Outcomes scored (infra errors apart).
+    pub n: u64,
     pub exact: f64,
     pub f1: f64,
+    /// Median first-turn request tokens.
     pub first_turn: f64,
+    /// Median billed input tokens.
     pub billed_input: f64,
-    /// `1 - first_turn / first_turn(legacy)` for the same scenario and model.
+    /// `1 - median first_turn / median first_turn(legacy)`, same scenario and model.
     pub savings: Option<f64>,
-    pub protocol_errors: usize,
-    pub infra_errors: usize,
+    /// Share of outcomes with at least one protocol error.
+    pub protocol_error: f64,
+    pub infra_errors: u64,
 }
 
-/// Rows in first-seen order. Outcomes with an infra error are counted apart and left
-/// out of every mean.
-pub fn rows(outcomes: &[Outcome]) -> Vec<Row> {
-    let mut rows: Vec<Row> = Vec::new();
-    for o in outcomes {
-        let i = match rows
-            .iter()
-            .position(|r| r.scenario == o.scenario && r.mode == o.mode && r.model == o.model)
-        {
-            Some(i) => i,
-            None => {
-                rows.push(Row {
-                    scenario: o.scenario.clone(),
-                    mode: o.mode.clone(),
-                    model: o.model.clone(),
-                    n: 0,
-                    exact: 0.0,
-                    f1: 0.0,
-                    first_turn: 0.0,
-                    billed_input: 0.0,
-                    savings: None,
-                    protocol_errors: 0,
-                    infra_errors: 0,
-                });
-                rows.len() - 1
+/// One row per group of the summary, in its order.
+pub fn rows(s: &Summary) -> Vec<Row> {
+    s.groups
+        .iter()
+        .map(|g| {
+            let median = |layer: &str| g.tokens.get(layer).map_or(0.0, |t| t.median);
+            Row {
+                scenario: g.scenario.clone(),
+                mode: g.mode.clone(),
+                model: g.model.clone(),
+                n: g.n,
+                exact: g.exact.rate,
+                f1: g.f1,
+                first_turn: median("first_turn"),
+                billed_input: median("billed_input"),
+                savings: g.savings_first_turn,
+                protocol_error: g.protocol_error.rate,
+                infra_errors: g.infra_errors,
             }
-        };
-        let r = &mut rows[i];
-        if o.infra_error.is_some() {
-            r.infra_errors += 1;
-            continue;
-        }
-        r.n += 1;
-        r.exact += o.score.exact as u8 as f64;
-        r.f1 += o.score.f1;
-        r.first_turn += o.tokens.first_turn as f64;
-        r.billed_input += o.tokens.billed_input as f64;
-        r.protocol_errors += o.protocol.errors();
-    }
-    for r in &mut rows {
-        if r.n > 0 {
-            let n = r.n as f64;
-            r.exact /= n;
-            r.f1 /= n;
-            r.first_turn /= n;
-            r.billed_input /= n;
-        }
-    }
-    let snapshot = rows.clone();
-    for r in &mut rows {
-        r.savings = snapshot
-            .iter()
-            .find(|l| {
-                l.scenario == r.scenario
-                    && l.model == r.model
-                    && l.mode == "legacy"
-                    && l.first_turn > 0.0
-            })
-            .map(|l| 1.0 - r.first_turn / l.first_turn);
-    }
-    rows
+        })
+        .collect()
 }
 
 /// The table as text.
@@ -119,7 +84,7 @@ pub fn render(rows: &[Row]) -> String {
                 r.savings
                     .map(|s| format!("{:+.1}%", -s * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),
-                r.protocol_errors.to_string(),
+                format!("{:.1}%", r.protocol_error * 100.0),
             ]
         })
         .collect();

@@ -1,116 +1,186 @@
-//! Run events and their listeners: the outcome writer (one JSON line per outcome,
-//! flushed as it is made), the progress bar, and the summary collector.
+//! Run events and their listeners. The executor only emits; the outcome writer, the
+//! progress display and anything else only listen, on one thread of their own, in
+//! the order events were sent.
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::Outcome;
+use crate::record::writer::OutcomeWriter;
+use crate::record::{Outcome, OutcomeKey};
 
 /// What the runner reports.
-pub enum Event<'a> {
-    Started { total: usize },
-    Outcome(&'a Outcome),
-    Finished,
+#[derive(Debug, Clone)]
+pub enum Event {
+    /// `total` work items belong to this run; `already_done` of them had outcomes
+    /// before it started (a resume).
+    RunStarted {
+        total: usize,
+        already_done: usize,
+    },
+    EpisodeStarted {
+        key: OutcomeKey,
+    },
+    /// A model request failed in a way that may pass; it is tried again after `delay`.
+    RetryScheduled {
+        key: OutcomeKey,
+        attempt: u32,
+        delay: Duration,
+        reason: String,
+    },
+    EpisodeFinished {
+        outcome: Box<Outcome>,
+    },
+    RunFinished {
+        stats: RunStats,
+    },
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunStats {
+    /// Episodes finished by this invocation.
+    pub finished: usize,
+    /// Of those, outcomes that carry an infra error.
+    pub infra_errors: usize,
+    pub retries: usize,
+    /// Work items not started because the run stopped early (a listener failed).
+    pub not_started: usize,
+    pub elapsed: Duration,
 }
 
 /// Something that listens to a run.
-pub trait Listener {
+pub trait Listener: Send {
     fn event(&mut self, e: &Event) -> anyhow::Result<()>;
 }
 
-/// Appends each outcome to `outcomes.jsonl` and flushes it, so an interrupted run
-/// loses nothing that was finished.
-pub struct JsonlWriter {
-    path: PathBuf,
-    out: BufWriter<File>,
-}
+/// Appends each finished outcome to the run directory and flushes it.
+pub struct WriterListener(pub OutcomeWriter);
 
-impl JsonlWriter {
-    pub fn open(path: &Path) -> anyhow::Result<JsonlWriter> {
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        Ok(JsonlWriter {
-            path: path.to_path_buf(),
-            out: BufWriter::new(f),
-        })
-    }
-}
-
-impl Listener for JsonlWriter {
+impl Listener for WriterListener {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
-        if let Event::Outcome(o) = e {
-            serde_json::to_writer(&mut self.out, o)?;
-            self.out.write_all(b"\n")?;
-            self.out
-                .flush()
-                .with_context(|| format!("cannot write {}", self.path.display()))?;
+        if let Event::EpisodeFinished { outcome } = e {
+            self.0.append(outcome.as_ref().clone())?;
         }
         Ok(())
     }
 }
 
-/// A progress bar, drawn only when the caller says the output is a terminal and not CI.
+/// A progress bar on a terminal, or a plain line now and then when the caller says
+/// the output is not one (or it is CI); nothing when disabled.
 pub struct Progress {
+    style: ProgressKind,
     bar: Option<ProgressBar>,
-    enabled: bool,
+    total: usize,
+    done: usize,
+    in_flight: usize,
+    retries: usize,
+    exact: usize,
+    last_line: Option<std::time::Instant>,
+}
+
+/// How progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressKind {
+    Off,
+    Bar,
+    /// A line on stderr at most every `every`.
+    Lines {
+        every: Duration,
+    },
 }
 
 impl Progress {
-    pub fn new(enabled: bool) -> Progress {
-        Progress { bar: None, enabled }
+    pub fn new(style: ProgressKind) -> Progress {
+        Progress {
+            style,
+            bar: None,
+            total: 0,
+            done: 0,
+            in_flight: 0,
+            retries: 0,
+            exact: 0,
+            last_line: None,
+        }
+    }
+
+    fn message(&self) -> String {
+        let scored = self.done.max(1);
+        format!(
+            "{} in flight · {} retries · exact {:.1}%",
+            self.in_flight,
+            self.retries,
+            100.0 * self.exact as f64 / scored as f64
+        )
     }
 }
 
 impl Listener for Progress {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
         match e {
-            Event::Started { total } if self.enabled => {
-                let bar = ProgressBar::new(*total as u64);
-                bar.set_style(
-                    ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}")
-                        .expect("valid template"),
-                );
-                self.bar = Some(bar);
-            }
-            Event::Outcome(o) => {
-                if let Some(b) = &self.bar {
-                    b.set_message(format!("{} · {} · {}", o.scenario, o.mode, o.model));
-                    b.inc(1);
+            Event::RunStarted {
+                total,
+                already_done,
+            } => {
+                self.total = *total;
+                self.done = *already_done;
+                if self.style == ProgressKind::Bar {
+                    let bar = ProgressBar::new(*total as u64);
+                    bar.set_style(
+                        ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} · ETA {eta}")
+                            .expect("valid template"),
+                    );
+                    bar.set_position(*already_done as u64);
+                    self.bar = Some(bar);
                 }
             }
-            Event::Finished => {
+            Event::EpisodeStarted { .. } => self.in_flight += 1,
+            Event::RetryScheduled { .. } => self.retries += 1,
+            Event::EpisodeFinished { outcome } => {
+                self.in_flight = self.in_flight.saturating_sub(1);
+                self.done += 1;
+                if outcome.infra_error.is_none() && outcome.score.exact {
+                    self.exact += 1;
+                }
+                if let Some(b) = &self.bar {
+                    b.set_message(self.message());
+                    b.set_position(self.done as u64);
+                }
+                if let ProgressKind::Lines { every } = self.style {
+                    let now = std::time::Instant::now();
+                    if self
+                        .last_line
+                        .is_none_or(|t| now.duration_since(t) >= every)
+                    {
+                        self.last_line = Some(now);
+                        eprintln!(
+                            "progress: {}/{} · {}",
+                            self.done,
+                            self.total,
+                            self.message()
+                        );
+                    }
+                }
+            }
+            Event::RunFinished { .. } => {
                 if let Some(b) = self.bar.take() {
                     b.finish_and_clear();
                 }
             }
-            _ => {}
         }
         Ok(())
     }
 }
 
-/// Keeps the outcomes for the end-of-run table (small records only).
+/// Keeps every event (for tests).
 #[derive(Default)]
-pub struct Collector {
-    pub outcomes: Vec<Outcome>,
+pub struct Recorder {
+    pub events: std::sync::Arc<std::sync::Mutex<Vec<Event>>>,
 }
 
-impl Listener for Collector {
+impl Listener for Recorder {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
-        if let Event::Outcome(o) = e {
-            let mut o = (*o).clone();
-            // The table needs scores and tokens, not transcripts.
-            o.turns.clear();
-            o.calls.clear();
-            self.outcomes.push(o);
-        }
+        self.events.lock().expect("recorder").push(e.clone());
         Ok(())
     }
 }

@@ -10,6 +10,7 @@ mod raw;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -30,9 +31,13 @@ pub struct Scenario {
     pub name: String,
     pub description: String,
     pub path: PathBuf,
-    pub catalog: Catalog,
+    /// Shared read-only by every episode of a run.
+    pub catalog: Arc<Catalog>,
     pub agent: Agent,
     pub queries: Vec<Query>,
+    /// Every file the scenario was loaded from (itself, includes, skill texts, seed
+    /// SQL) with a content hash of each, for `run.json`.
+    pub sources: BTreeMap<PathBuf, String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -195,6 +200,7 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
     let text = read(path)?;
     let raw: RawScenario = parse(path, &text)?;
     let mut cx = Loader::default();
+    cx.source(path, &text);
     cx.texts.insert(path.to_path_buf(), text);
     let mut catalog = Catalog::default();
     cx.add_catalog(path, "catalog", raw.catalog, &mut catalog, 0);
@@ -227,14 +233,16 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
         // Real SQL checks only once the catalog itself is sound.
         cx.check_sql(path, &catalog, &queries);
     }
+    let sources = std::mem::take(&mut cx.sources);
     cx.finish(())?;
     Ok(Scenario {
         name: raw.name,
         description: raw.description,
         path: path.to_path_buf(),
-        catalog,
+        catalog: Arc::new(catalog),
         agent,
         queries,
+        sources,
     })
 }
 
@@ -307,6 +315,17 @@ struct Loader {
     texts: HashMap<PathBuf, String>,
     /// Where each catalog item came from, for error messages.
     origins: HashMap<(Kind2, String), (PathBuf, String)>,
+    /// Every file read, with the content hash of what was read.
+    sources: BTreeMap<PathBuf, String>,
+}
+
+impl Loader {
+    fn source(&mut self, path: &Path, text: &str) {
+        self.sources.insert(
+            path.to_path_buf(),
+            crate::record::content_hash(text.as_bytes()),
+        );
+    }
 }
 
 /// Item kinds for origin tracking and duplicate checks.
@@ -416,7 +435,10 @@ impl Loader {
             let content = match (s.content, s.content_file) {
                 (Some(c), None) => c,
                 (None, Some(f)) => match std::fs::read_to_string(base.join(&f)) {
-                    Ok(c) => c,
+                    Ok(c) => {
+                        self.source(&base.join(&f), &c);
+                        c
+                    }
                     Err(e) => {
                         self.err_at(
                             file,
@@ -484,7 +506,10 @@ impl Loader {
             let seed_sql = match &d.seed_sql {
                 None => None,
                 Some(f) => match std::fs::read_to_string(base.join(f)) {
-                    Ok(sql) => Some(sql),
+                    Ok(sql) => {
+                        self.source(&base.join(f), &sql);
+                        Some(sql)
+                    }
                     Err(e) => {
                         self.err_at(
                             file,
@@ -598,6 +623,7 @@ impl Loader {
             Ok(k) => k,
             Err(mut e) => return self.errors.append(&mut e.0),
         };
+        self.source(path, &text);
         self.texts.insert(path.to_path_buf(), text.clone());
         match kind {
             FileKind::McpDump => match parse::<RawMcpDump>(path, &text) {

@@ -2,6 +2,8 @@
 //! connector with its action names; `discover <connector>` returns the actions' full
 //! schemas, `execute <connector> <action> {parameters}` runs one.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::{
@@ -13,13 +15,13 @@ use crate::wire::ToolDef;
 
 pub const CONNECTOR: &str = "connector";
 
-pub struct ConnectorsProgressive<'a> {
-    catalog: &'a Catalog,
+pub struct ConnectorsProgressive {
+    catalog: Arc<Catalog>,
     rendered: Rendered,
 }
 
-impl<'a> ConnectorsProgressive<'a> {
-    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+impl ConnectorsProgressive {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
         let stubs: Vec<Value> = catalog
             .connectors
             .iter()
@@ -41,7 +43,7 @@ impl<'a> ConnectorsProgressive<'a> {
             }),
         };
         Ok(ConnectorsProgressive {
-            catalog,
+            catalog: catalog.clone(),
             rendered: Rendered {
                 section: String::new(),
                 tools: vec![tool],
@@ -50,7 +52,7 @@ impl<'a> ConnectorsProgressive<'a> {
     }
 }
 
-impl Strategy for ConnectorsProgressive<'_> {
+impl Strategy for ConnectorsProgressive {
     fn kind(&self) -> Option<Kind> {
         Some(Kind::Connectors)
     }

@@ -1,6 +1,8 @@
 //! Databases, legacy: three tools per database, `{db}__list_tables`,
 //! `{db}__describe_table` and `{db}__query`, all in the prompt from the start.
 
+use std::sync::Arc;
+
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
@@ -18,14 +20,14 @@ enum Op {
     Query,
 }
 
-pub struct DatabasesLegacy<'a> {
-    catalog: &'a Catalog,
+pub struct DatabasesLegacy {
+    catalog: Arc<Catalog>,
     rendered: Rendered,
     by_tool: HashMap<String, (String, Op)>,
 }
 
-impl<'a> DatabasesLegacy<'a> {
-    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+impl DatabasesLegacy {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
         let mut tools = Vec::new();
         let mut by_tool = HashMap::new();
         for d in &catalog.databases {
@@ -57,7 +59,7 @@ impl<'a> DatabasesLegacy<'a> {
             }
         }
         Ok(DatabasesLegacy {
-            catalog,
+            catalog: catalog.clone(),
             rendered: Rendered {
                 section: String::new(),
                 tools,
@@ -67,7 +69,7 @@ impl<'a> DatabasesLegacy<'a> {
     }
 }
 
-impl Strategy for DatabasesLegacy<'_> {
+impl Strategy for DatabasesLegacy {
     fn kind(&self) -> Option<Kind> {
         Some(Kind::Databases)
     }

@@ -2,6 +2,8 @@
 //! and up to 10 table names); subcommands `list_tables`, `discover [table]` and
 //! `query <sql>`. A database counts as shown once any of its schemas was discovered.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::{
@@ -15,13 +17,13 @@ pub const DATABASE: &str = "database";
 /// Table names listed in a stub.
 pub const STUB_TABLES: usize = 10;
 
-pub struct DatabasesProgressive<'a> {
-    catalog: &'a Catalog,
+pub struct DatabasesProgressive {
+    catalog: Arc<Catalog>,
     rendered: Rendered,
 }
 
-impl<'a> DatabasesProgressive<'a> {
-    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+impl DatabasesProgressive {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
         let stubs: Vec<Value> = catalog
             .databases
             .iter()
@@ -49,7 +51,7 @@ impl<'a> DatabasesProgressive<'a> {
             }),
         };
         Ok(DatabasesProgressive {
-            catalog,
+            catalog: catalog.clone(),
             rendered: Rendered {
                 section: String::new(),
                 tools: vec![tool],
@@ -118,7 +120,7 @@ pub fn unknown_table(d: &Database, table: &str) -> Resolution {
     )
 }
 
-impl Strategy for DatabasesProgressive<'_> {
+impl Strategy for DatabasesProgressive {
     fn kind(&self) -> Option<Kind> {
         Some(Kind::Databases)
     }

@@ -2,6 +2,8 @@
 //! count and tool names; `discover <server>` returns the tools' full input schemas,
 //! `call <server> <tool> {arguments}` calls one.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::{
@@ -13,13 +15,13 @@ use crate::wire::ToolDef;
 
 pub const MCP: &str = "mcp";
 
-pub struct McpProgressive<'a> {
-    catalog: &'a Catalog,
+pub struct McpProgressive {
+    catalog: Arc<Catalog>,
     rendered: Rendered,
 }
 
-impl<'a> McpProgressive<'a> {
-    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+impl McpProgressive {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
         let stubs: Vec<Value> = catalog
             .mcp_servers
             .iter()
@@ -45,7 +47,7 @@ impl<'a> McpProgressive<'a> {
             }),
         };
         Ok(McpProgressive {
-            catalog,
+            catalog: catalog.clone(),
             rendered: Rendered {
                 section: String::new(),
                 tools: vec![tool],
@@ -54,7 +56,7 @@ impl<'a> McpProgressive<'a> {
     }
 }
 
-impl Strategy for McpProgressive<'_> {
+impl Strategy for McpProgressive {
     fn kind(&self) -> Option<Kind> {
         Some(Kind::Mcp)
     }

@@ -22,6 +22,7 @@ mod skills_inline;
 mod skills_progressive;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -58,7 +59,7 @@ pub struct State {
 }
 
 /// A protocol error: the call was not understood or not allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolError {
     /// A tool, connector, action, server, database or skill name not in the catalog.
@@ -69,6 +70,17 @@ pub enum ProtocolError {
     SchemaViolation,
     /// A tool that exists but is not loaded (selection step).
     NotLoaded,
+}
+
+impl ProtocolError {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolError::UnknownTarget => "unknown_target",
+            ProtocolError::BadSubcommand => "bad_subcommand",
+            ProtocolError::SchemaViolation => "schema_violation",
+            ProtocolError::NotLoaded => "not_loaded",
+        }
+    }
 }
 
 /// The effect of one call, for scoring.
@@ -124,8 +136,9 @@ pub struct Env<'a> {
     pub databases: &'a Databases,
 }
 
-/// One way of disclosing one kind of resource.
-pub trait Strategy {
+/// One way of disclosing one kind of resource. Strategies are built once per
+/// scenario × mode and shared read-only by every episode in flight.
+pub trait Strategy: Send + Sync {
     /// The kind it discloses; `None` for built-in tools.
     fn kind(&self) -> Option<Kind>;
     /// Its system-prompt section and tool definitions.
@@ -141,27 +154,28 @@ pub trait Strategy {
 }
 
 /// The strategies of one mode, stacked, plus built-ins and the selection step.
-pub struct Composite<'a> {
+/// Rendered once per scenario × mode; `Send + Sync`, shared by all its episodes.
+pub struct Composite {
     pub mode: Mode,
-    catalog: &'a Catalog,
-    parts: Vec<Box<dyn Strategy + 'a>>,
+    catalog: Arc<Catalog>,
+    parts: Vec<Box<dyn Strategy>>,
     system: String,
     tools: Vec<ToolDef>,
     owner: HashMap<String, usize>,
     selection: SelectionConfig,
-    templates: &'a Templates,
+    templates: Arc<Templates>,
 }
 
-impl<'a> Composite<'a> {
+impl Composite {
     pub fn new(
-        catalog: &'a Catalog,
+        catalog: &Arc<Catalog>,
         instructions: Option<&str>,
         mode: Mode,
-        templates: &'a Templates,
+        templates: &Arc<Templates>,
         selection: SelectionConfig,
-    ) -> Result<Composite<'a>, String> {
-        let mut parts: Vec<Box<dyn Strategy + 'a>> = Vec::new();
-        let t = templates;
+    ) -> Result<Composite, String> {
+        let mut parts: Vec<Box<dyn Strategy>> = Vec::new();
+        let t: &Templates = templates;
         if catalog.has(Kind::Skills) {
             parts.push(match mode.skills {
                 Disclosure::Inline => Box::new(skills_inline::SkillsInline::new(catalog, t)?),
@@ -216,13 +230,13 @@ impl<'a> Composite<'a> {
         }
         Ok(Composite {
             mode,
-            catalog,
+            catalog: catalog.clone(),
             parts,
             system,
             tools,
             owner,
             selection,
-            templates,
+            templates: templates.clone(),
         })
     }
 
@@ -230,8 +244,8 @@ impl<'a> Composite<'a> {
         &self.system
     }
 
-    pub fn catalog(&self) -> &'a Catalog {
-        self.catalog
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
     }
 
     /// The JSON Schema of the arguments an executed call to `address` takes.
@@ -281,7 +295,7 @@ impl<'a> Composite<'a> {
                 // `check_templates` rendered this template before the run; a failure
                 // here cannot come from the template, so the tool is simply left out.
                 if let Ok(Some(rt)) =
-                    selection::request_tools_def(&self.tools, active, self.templates)
+                    selection::request_tools_def(&self.tools, active, &self.templates)
                 {
                     v.push(rt);
                 }
@@ -297,7 +311,7 @@ impl<'a> Composite<'a> {
             return Ok(());
         }
         self.selection_context("a query")?;
-        selection::request_tools_def(&self.tools, &Default::default(), self.templates)?;
+        selection::request_tools_def(&self.tools, &Default::default(), &self.templates)?;
         Ok(())
     }
 
@@ -312,7 +326,7 @@ impl<'a> Composite<'a> {
 
     /// The selection step's request: every tool, short, and the query.
     pub fn selection_context(&self, query: &str) -> Result<Context, String> {
-        selection::context(&self.tools, query, self.selection, self.templates)
+        selection::context(&self.tools, query, self.selection, &self.templates)
     }
 
     /// Applies the selection answer. Returns the names selected, or `None` when the
@@ -380,7 +394,7 @@ impl<'a> Composite<'a> {
     /// Answers one call of the model.
     pub fn resolve(&self, call: &ToolCall, state: &mut State, databases: &Databases) -> Resolution {
         let env = Env {
-            catalog: self.catalog,
+            catalog: &self.catalog,
             databases,
         };
         let args: Value = match serde_json::from_str(&call.arguments) {

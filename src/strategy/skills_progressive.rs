@@ -1,6 +1,8 @@
 //! Skills, progressive: stubs under `## Available Skills` (descriptions cut to 120
 //! characters) and a `read_skill(name)` tool that returns a skill's full text.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::templates::shorten;
@@ -13,13 +15,13 @@ pub const READ_SKILL: &str = "read_skill";
 /// Stub descriptions are cut to this many characters, then `...`.
 pub const STUB_CHARS: usize = 120;
 
-pub struct SkillsProgressive<'a> {
-    catalog: &'a Catalog,
+pub struct SkillsProgressive {
+    catalog: Arc<Catalog>,
     rendered: Rendered,
 }
 
-impl<'a> SkillsProgressive<'a> {
-    pub fn new(catalog: &'a Catalog, t: &Templates) -> Result<Self, String> {
+impl SkillsProgressive {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
         let skills: Vec<Value> = catalog
             .skills
             .iter()
@@ -37,7 +39,7 @@ impl<'a> SkillsProgressive<'a> {
             }),
         };
         Ok(SkillsProgressive {
-            catalog,
+            catalog: catalog.clone(),
             rendered: Rendered {
                 section,
                 tools: vec![tool],
@@ -46,7 +48,7 @@ impl<'a> SkillsProgressive<'a> {
     }
 }
 
-impl Strategy for SkillsProgressive<'_> {
+impl Strategy for SkillsProgressive {
     fn kind(&self) -> Option<Kind> {
         Some(Kind::Skills)
     }

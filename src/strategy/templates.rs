@@ -51,6 +51,8 @@ pub const BUILTIN: [(&str, &str); 13] = [
 /// The loaded templates.
 pub struct Templates {
     env: Environment<'static>,
+    /// Content hash of each template's effective text, by name (for `run.json`).
+    hashes: std::collections::BTreeMap<String, String>,
 }
 
 impl Templates {
@@ -95,11 +97,13 @@ impl Templates {
                     .map_err(|err| format!("{}: {err}", e.path().display()))?;
             }
         }
+        let mut hashes = std::collections::BTreeMap::new();
         for (name, src) in sources {
+            hashes.insert(name.clone(), crate::record::content_hash(src.as_bytes()));
             env.add_template_owned(name.clone(), src)
                 .map_err(|e| format!("template {name}: {e}"))?;
         }
-        Ok(Templates { env })
+        Ok(Templates { env, hashes })
     }
 
     /// Renders a template; the result is trimmed of surrounding whitespace.
@@ -111,6 +115,11 @@ impl Templates {
         t.render(minijinja::value::Serde(ctx))
             .map(|s| s.trim().to_string())
             .map_err(|e| format!("template {name}: {e:#}"))
+    }
+
+    /// The content hash of each template's effective text, by file name.
+    pub fn hashes(&self) -> &std::collections::BTreeMap<String, String> {
+        &self.hashes
     }
 
     /// The default agent instructions.

@@ -5,7 +5,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{bar_frame, color, err, label, Chart, FONT};
-use crate::aggregate::Group;
+use crate::analysis::aggregate::Group;
 
 pub struct AccuracyByMode<'a> {
     pub scenario: &'a str,

@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, err, Chart, FONT};
-use crate::aggregate::Summary;
+use crate::analysis::aggregate::Summary;
 
 /// Whether the run holds at least two catalog sizes.
 pub fn applies(s: &Summary) -> bool {

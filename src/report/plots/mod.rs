@@ -18,7 +18,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{write_atomic, Exporter, ReportCx};
-use crate::aggregate::{Group, Summary};
+use crate::analysis::aggregate::{Group, Summary};
 
 pub const WIDTH: u32 = 960;
 pub const HEIGHT: u32 = 540;

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{color, err, label, Chart, FONT};
-use crate::aggregate::Group;
+use crate::analysis::aggregate::Group;
 
 pub struct Pareto<'a> {
     pub scenario: &'a str,

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::{bar_frame, color, err, label, Chart, FONT};
-use crate::aggregate::Group;
+use crate::analysis::aggregate::Group;
 
 /// The layers that make up what a run sends and receives.
 pub const STACK: [&str; 6] = [

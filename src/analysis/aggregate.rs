@@ -9,20 +9,13 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use anyhow::{bail, Context as _};
 use polars::prelude::*;
-use serde::{Deserialize, Serialize};
 
-/// Bad input, not a failure of the machine: a line of `outcomes.jsonl` that is not an
-/// outcome (invalid JSON, a missing or mistyped field, not UTF-8). The message names
-/// the file and the line number. The CLI maps it to the bad-input exit code; find it
-/// with `err.chain().any(|e| e.is::<MalformedOutcomes>())`.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct MalformedOutcomes(pub String);
+use crate::record;
+use serde::{Deserialize, Serialize};
 
 /// Rows per Parquet batch while flattening.
 const BATCH: usize = 65_536;
@@ -200,14 +193,14 @@ impl Batch {
 
 /// Streams `outcomes.jsonl` into `outcomes.parquet`, one flat row per outcome.
 /// Returns the number of outcomes. A line that is not an outcome is a
-/// [`MalformedOutcomes`] error naming its line number. The Parquet file is written
+/// [`record::reader::RecordError`] naming its line number; a torn last line is left
+/// out with a warning. The Parquet file is written
 /// under a temporary name and renamed; on any error the temporary file is removed.
 pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
-    let f = File::open(jsonl).with_context(|| format!("cannot read {}", jsonl.display()))?;
     let tmp = parquet.with_extension("parquet.partial");
     // The writer and its file are dropped inside `flatten_into`, before the rename or
     // the removal.
-    let written = flatten_into(f, jsonl, &tmp).and_then(|total| {
+    let written = flatten_into(jsonl, &tmp).and_then(|total| {
         std::fs::rename(&tmp, parquet)
             .with_context(|| format!("cannot write {}", parquet.display()))?;
         Ok(total)
@@ -219,7 +212,7 @@ pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
 }
 
 /// The body of [`flatten`]: writes every outcome of `f` to `tmp`.
-fn flatten_into(f: File, jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
+fn flatten_into(jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
     let out = File::create(tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
     let mut writer: Option<polars::io::parquet::write::BatchedWriter<File>> = None;
     let mut pending = Some(out);
@@ -236,38 +229,20 @@ fn flatten_into(f: File, jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
         writer.as_mut().expect("set above").write_batch(&df)?;
         Ok(())
     };
-    for (i, line) in BufReader::new(f).lines().enumerate() {
-        let line = match line {
-            Ok(line) => line,
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                return Err(MalformedOutcomes(format!(
-                    "{}:{}: not an outcome line: not UTF-8",
-                    jsonl.display(),
-                    i + 1
-                ))
-                .into());
-            }
-            Err(e) => {
-                return Err(
-                    anyhow::Error::new(e).context(format!("cannot read {}", jsonl.display()))
-                )
-            }
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let l: Line = serde_json::from_str(&line).map_err(|e| {
-            MalformedOutcomes(format!(
-                "{}:{}: not an outcome line: {e}",
-                jsonl.display(),
-                i + 1
-            ))
-        })?;
+    let stats = record::reader::read::<Line>(jsonl, |_, l| {
         batch.push(l);
         total += 1;
         if batch.len == BATCH {
             flush(&mut batch, &mut writer)?;
         }
+        Ok(())
+    })?;
+    if let Some(t) = &stats.torn {
+        eprintln!(
+            "warning: {}:{}: a torn last line (the run was interrupted mid-write) is not counted; `discbench run --resume` runs its work item again",
+            jsonl.display(),
+            t.line
+        );
     }
     if total == 0 {
         bail!("{} holds no outcomes", jsonl.display());
@@ -418,6 +393,19 @@ pub struct Summary {
     pub groups: Vec<Group>,
     pub pairs: Vec<Pair>,
     pub queries: Vec<QueryRow>,
+    /// The work items the run directory was planned to hold (from its `run.json`);
+    /// when more than `outcomes`, the run is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<u64>,
+}
+
+impl Summary {
+    /// `(done, planned)` when the run holds fewer outcomes than it planned.
+    pub fn incomplete(&self) -> Option<(u64, u64)> {
+        self.planned
+            .filter(|p| self.outcomes < *p)
+            .map(|p| (self.outcomes, p))
+    }
 }
 
 fn scan(parquet: &Path) -> PolarsResult<LazyFrame> {
@@ -656,6 +644,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         groups,
         pairs,
         queries,
+        planned: None,
     })
 }
 

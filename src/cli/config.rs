@@ -1,0 +1,228 @@
+//! Raw flags → one validated configuration, before any work starts: scenarios
+//! loaded, modes resolved, templates compiled, the tokenizer chosen. Nothing
+//! downstream sees a string that could still be invalid.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Common, Failure};
+use crate::record::manifest::Settings;
+use crate::runner::DEFAULT_MAX_TURNS;
+use crate::scenario::{self, Scenario};
+use crate::strategy::mode::{Mode, PRESETS};
+use crate::strategy::{Composite, SelectionConfig, Templates};
+use crate::tokens::{Counter, Encoding};
+
+/// The default tokenizer.
+pub const DEFAULT_TOKENIZER: &str = "o200k_base";
+
+/// The scenario paths to load: those given, else `scenarios/`.
+pub fn default_paths(p: &[PathBuf]) -> Vec<PathBuf> {
+    if p.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        p.to_vec()
+    }
+}
+
+/// The modes to run: `--mode` values, else the environment's mode, else all presets.
+pub fn resolve_modes(
+    flags: &[String],
+    get_env: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<Mode>, Failure> {
+    let specs: Vec<&str> = flags
+        .iter()
+        .flat_map(|f| f.split(';'))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let mut modes = Vec::new();
+    if specs.is_empty() {
+        match Mode::from_env(get_env).map_err(Failure::Usage)? {
+            Some(m) => modes.push(m),
+            None => modes.extend(PRESETS.iter().map(|p| Mode::preset(p).expect("preset"))),
+        }
+    } else {
+        for s in specs {
+            let m = Mode::parse(s).map_err(|e| Failure::Usage(format!("--mode: {e}")))?;
+            if !modes.iter().any(|x: &Mode| x.label == m.label) {
+                modes.push(m);
+            }
+        }
+    }
+    Ok(modes)
+}
+
+/// What the commands that render scenarios share, validated.
+pub struct Prepared {
+    pub scenario_paths: Vec<PathBuf>,
+    pub scenarios: Vec<Scenario>,
+    pub modes: Vec<Mode>,
+    pub counter: Counter,
+    pub templates: Arc<Templates>,
+    pub templates_dir: Option<PathBuf>,
+    pub selection: SelectionConfig,
+}
+
+/// Validates the shared flags and loads the scenarios. Every scenario is rendered
+/// under every mode now: a template override that fails to render is bad input,
+/// found before a run directory is made.
+pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
+    let tokenizer = c.tokenizer.as_deref().unwrap_or(DEFAULT_TOKENIZER);
+    let encoding: Encoding = tokenizer
+        .parse()
+        .map_err(|e| Failure::Usage(format!("--tokenizer: {e}")))?;
+    let modes = resolve_modes(&c.modes, |v| std::env::var(v).ok())?;
+    let templates = Templates::with_overrides(c.templates.as_deref())
+        .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
+    let defaults = SelectionConfig::default();
+    let selection = SelectionConfig {
+        threshold: c.selection_threshold.unwrap_or(defaults.threshold),
+        max: c.selection_max.unwrap_or(defaults.max),
+    };
+    if selection.max == 0 {
+        return Err(Failure::Usage("--selection-max must be at least 1".into()));
+    }
+    let scenario_paths = default_paths(&c.scenarios);
+    let scenarios = scenario::load_all(&scenario_paths)?;
+    let templates = Arc::new(templates);
+    for sc in &scenarios {
+        for m in &modes {
+            Composite::new(
+                &sc.catalog,
+                sc.agent.instructions.as_deref(),
+                m.with_overrides(&sc.agent.modes),
+                &templates,
+                selection,
+            )
+            .and_then(|comp| comp.check_templates())
+            .map_err(|e| {
+                Failure::Usage(format!(
+                    "scenario `{}` under mode `{}`: {e}",
+                    sc.name, m.label
+                ))
+            })?;
+        }
+    }
+    Ok(Prepared {
+        scenario_paths,
+        scenarios,
+        modes,
+        counter: Counter::new(encoding),
+        templates,
+        templates_dir: c.templates.clone(),
+        selection,
+    })
+}
+
+/// For `run --resume`: the flags a run's configuration is made of, taken from its
+/// `run.json`, except where the command line gives them — in which case they must
+/// agree with what was recorded, or the resume is refused naming the flag.
+pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Failure> {
+    let mut differs = Vec::new();
+    if !given.scenarios.is_empty() && given.scenarios != recorded.scenario_paths {
+        differs.push(format!(
+            "scenarios {:?} (the run used {:?})",
+            given.scenarios, recorded.scenario_paths
+        ));
+    }
+    let recorded_modes: Vec<String> = recorded.modes.iter().map(|m| m.label.clone()).collect();
+    if !given.modes.is_empty() {
+        let now = resolve_modes(&given.modes, |_| None)?;
+        let labels: Vec<String> = now.iter().map(|m| m.label.clone()).collect();
+        if labels != recorded_modes {
+            differs.push(format!(
+                "--mode {} (the run used {})",
+                labels.join(";"),
+                recorded_modes.join(";")
+            ));
+        }
+    }
+    if let Some(t) = &given.tokenizer {
+        let enc: Encoding = t
+            .parse()
+            .map_err(|e| Failure::Usage(format!("--tokenizer: {e}")))?;
+        if enc.as_str() != recorded.tokenizer {
+            differs.push(format!(
+                "--tokenizer {} (the run used {})",
+                enc.as_str(),
+                recorded.tokenizer
+            ));
+        }
+    }
+    if given.templates.is_some() && given.templates != recorded.templates_dir {
+        differs.push(format!(
+            "--templates {:?} (the run used {:?})",
+            given.templates, recorded.templates_dir
+        ));
+    }
+    for (flag, g, r) in [
+        (
+            "--selection-threshold",
+            given.selection_threshold,
+            recorded.selection_threshold,
+        ),
+        (
+            "--selection-max",
+            given.selection_max,
+            recorded.selection_max,
+        ),
+    ] {
+        if g.is_some_and(|g| g != r) {
+            differs.push(format!("{flag} {} (the run used {r})", g.unwrap_or(r)));
+        }
+    }
+    if !differs.is_empty() {
+        return Err(Failure::Usage(format!(
+            "cannot resume: the command line differs from the run's run.json: {}",
+            differs.join("; ")
+        )));
+    }
+    Ok(Common {
+        scenarios: recorded.scenario_paths.clone(),
+        // Labels re-parse to the same modes; the specs are compared by the manifest.
+        modes: if recorded_modes.is_empty() {
+            Vec::new()
+        } else {
+            vec![recorded_modes.join(";")]
+        },
+        tokenizer: Some(recorded.tokenizer.clone()),
+        templates: recorded.templates_dir.clone(),
+        selection_threshold: Some(recorded.selection_threshold),
+        selection_max: Some(recorded.selection_max),
+    })
+}
+
+/// `--repeat` and `--max-turns` with their defaults, checked.
+pub fn repeat_and_turns(
+    repeat: Option<usize>,
+    max_turns: Option<usize>,
+) -> Result<(usize, usize), Failure> {
+    let r = repeat.unwrap_or(1);
+    let t = max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    if r == 0 || t == 0 {
+        return Err(Failure::Usage(
+            "--repeat and --max-turns must be at least 1".into(),
+        ));
+    }
+    Ok((r, t))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_modes_beat_environment() {
+        let env = |v: &str| (v == "MCP_TOOL_MODE").then(|| "legacy".to_string());
+        let m = resolve_modes(&[], env).unwrap();
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].mcp, crate::strategy::Disclosure::Legacy);
+        let m = resolve_modes(&["progressive;legacy".into()], env).unwrap();
+        assert_eq!(
+            m.iter().map(|m| m.label.as_str()).collect::<Vec<_>>(),
+            ["progressive", "legacy"]
+        );
+        assert_eq!(resolve_modes(&[], |_| None).unwrap().len(), 3);
+    }
+}

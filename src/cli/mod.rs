@@ -1,0 +1,225 @@
+//! The command line: clap parses the arguments ([`Cli`]), [`config`] validates them
+//! into a configuration, and each command is one file that does the work and
+//! returns an exit code ([`crate::exit`]). Only this layer turns errors into text.
+
+mod compare_cmd;
+pub mod config;
+mod merge;
+mod report_cmd;
+mod run;
+mod tokens;
+mod validate;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::InputErrors;
+use crate::exit;
+pub use config::resolve_modes;
+pub use tokens::tokens_report;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "discbench",
+    version,
+    about = "Measure how LLM agents should be shown large tool catalogs"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run scenarios under modes and models; write outcomes and print a summary.
+    Run(Box<RunArgs>),
+    /// Print the static token ledger of each scenario under each mode (no model).
+    Tokens(TokensArgs),
+    /// Check scenario, catalog-fragment and MCP-dump files without running anything.
+    Validate(ValidateArgs),
+    /// Re-render every report of a run from its outcomes.jsonl (no model is called).
+    Report(ReportArgs),
+    /// Judge a run against a baseline; exit 1 on any regression.
+    Compare(CompareArgs),
+    /// Join the run directories of shards (`run --shard K/N`) into one run.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Shard run directories of one plan.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The run directory to make (it must not hold outcomes yet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compare the merged run with this baseline; exit 1 on regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run directory (holding outcomes.jsonl).
+    pub run_dir: PathBuf,
+    /// A baseline run directory or summary.json to compare with.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline: a run directory or a summary.json.
+    pub baseline: PathBuf,
+    /// Current: a run directory or a summary.json.
+    pub current: PathBuf,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+    /// Where to write the verdict as Markdown [default: CURRENT/compare.md when CURRENT is a directory]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Scenario files or directories [default: scenarios]
+    pub scenarios: Vec<PathBuf>,
+    /// Modes: presets (progressive, legacy, inline) or specs like
+    /// `skills=inline,mcp=legacy,selection=off`; repeat or separate with `;`.
+    /// Default: all presets, or the mode set by *_TOOL_MODE variables.
+    #[arg(long = "mode", value_name = "MODE")]
+    pub modes: Vec<String>,
+    /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// A directory of prompt templates overriding the built-in ones, file by file.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// The selection step runs when a mode offers more tools than this [default: 12]
+    #[arg(long)]
+    pub selection_threshold: Option<usize>,
+    /// The selection step keeps at most this many tools [default: 6]
+    #[arg(long)]
+    pub selection_max: Option<usize>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Models: oracle, lexical (repeatable) [default: oracle and lexical]
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// Times each query is run per mode and model [default: 1]
+    #[arg(long)]
+    pub repeat: Option<usize>,
+    /// Agent-loop rounds per query (a scenario's agent.max_turns wins) [default: 10]
+    #[arg(long)]
+    pub max_turns: Option<usize>,
+    /// Where run directories are made.
+    #[arg(long, default_value = "reports", conflicts_with = "resume")]
+    pub out: PathBuf,
+    /// The run's id (its directory name) [default: a UTC timestamp]
+    #[arg(long, conflicts_with = "resume")]
+    pub run_id: Option<String>,
+    /// Episodes in flight at once.
+    #[arg(long, default_value_t = crate::runner::DEFAULT_JOBS)]
+    pub jobs: usize,
+    /// Run only slice K of N of the plan (deterministic; join the shards with `merge`).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Finish an interrupted run: run only the work items of RUN_DIR that have no
+    /// outcome yet, with the configuration its run.json records.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Retries of a model request that failed in a way that may pass (429, 5xx, timeout).
+    #[arg(long, default_value_t = crate::runner::retry::DEFAULT_MAX_RETRIES)]
+    pub max_retries: u32,
+    /// Never draw a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Compare the run with this baseline (run directory or summary.json); exit 1 on regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct TokensArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Print the exact context each mode renders: system prompt and tool definitions.
+    #[arg(long)]
+    pub show: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Files or directories [default: scenarios]
+    pub paths: Vec<PathBuf>,
+}
+
+/// What went wrong, by exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("{0}")]
+    Input(#[from] InputErrors),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0:#}")]
+    Infra(anyhow::Error),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Failure::Input(_) | Failure::Usage(_) => exit::BAD_INPUT,
+            Failure::Infra(_) => exit::INFRA,
+        }
+    }
+}
+
+/// Facts about where we run, passed in rather than looked up deep inside.
+#[derive(Debug, Clone, Copy)]
+pub struct Environment {
+    pub stderr_is_terminal: bool,
+    pub is_ci: bool,
+}
+
+impl Environment {
+    pub fn detect() -> Environment {
+        Environment {
+            stderr_is_terminal: std::io::stderr().is_terminal(),
+            is_ci: std::env::var_os("CI")
+                .is_some_and(|v| !v.is_empty() && v != "false" && v != "0"),
+        }
+    }
+}
+
+/// Runs a parsed command; returns the exit code.
+pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    match cli.command {
+        Command::Run(a) => run::run(*a, env, out),
+        Command::Tokens(a) => tokens::tokens(a, out),
+        Command::Validate(a) => validate::validate(a, out),
+        Command::Report(a) => report_cmd::report(a, out),
+        Command::Compare(a) => compare_cmd::compare(a, out),
+        Command::Merge(a) => merge::merge(a, out),
+    }
+}
+
+/// Output that failed to be written (stdout): the machine's failure.
+pub(crate) fn io(e: std::io::Error) -> Failure {
+    Failure::Infra(e.into())
+}

@@ -1,0 +1,336 @@
+//! `discbench run`: a new run (or one shard of it), or `--resume` of an interrupted
+//! one. Either way: validate everything, build the plan, record `run.json`, execute
+//! the work items that have no outcome yet, then write every report.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use super::config::{self, Prepared};
+use super::report_cmd::{finish_report, load_baseline};
+use super::{Environment, Failure, RunArgs};
+use crate::analysis::compare;
+use crate::model::{self, Backend};
+use crate::record::manifest::{Manifest, Shard};
+use crate::record::writer::{self, OutcomeWriter};
+use crate::record::{reader, KeyView, OutcomeKey, FORMAT_VERSION};
+use crate::report;
+use crate::runner::events::{Progress, ProgressKind, WriterListener};
+use crate::runner::{plan, ExecOptions, Listener, Plan, RetryPolicy, RunConfig, Work};
+
+/// How often a plain progress line is printed when stderr is not a terminal.
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    let thresholds = compare::thresholds(&a.thresholds)
+        .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
+    let baseline = load_baseline(a.baseline.as_deref())?;
+    if a.jobs == 0 {
+        return Err(Failure::Usage("--jobs must be at least 1".into()));
+    }
+    let shard: Option<Shard> = a
+        .shard
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| Failure::Usage(format!("--shard: {e}")))?;
+    let (dir, prepared) = match &a.resume {
+        Some(dir) => (dir.clone(), resume(&a, dir, shard)?),
+        None => {
+            let p = fresh(&a, shard)?;
+            (a.out.join(&p.manifest.run_id), p)
+        }
+    };
+    let Ready {
+        plan,
+        manifest,
+        backends,
+        counter,
+        todo,
+        already_done,
+    } = prepared;
+    if a.resume.is_none() {
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))
+            .map_err(Failure::Infra)?;
+        report::write_atomic(&dir.join("run.json"), manifest.to_json().as_bytes())
+            .map_err(Failure::Infra)?;
+    }
+    let writer = OutcomeWriter::open(&dir).map_err(Failure::Infra)?;
+    let progress = Progress::new(if a.no_progress {
+        ProgressKind::Off
+    } else if env.stderr_is_terminal && !env.is_ci {
+        ProgressKind::Bar
+    } else {
+        ProgressKind::Lines {
+            every: PROGRESS_EVERY,
+        }
+    });
+    let listeners: Vec<Box<dyn Listener>> =
+        vec![Box::new(WriterListener(writer)), Box::new(progress)];
+    let opts = ExecOptions {
+        jobs: a.jobs,
+        retry: RetryPolicy {
+            max_retries: a.max_retries,
+            ..RetryPolicy::default()
+        },
+    };
+    let work = Work {
+        plan,
+        todo,
+        backends,
+        counter,
+        run_id: manifest.run_id.clone(),
+        total: manifest.assigned,
+        already_done,
+    };
+    crate::runner::execute(work, opts, listeners).map_err(Failure::Infra)?;
+    finish_report(&dir, baseline.as_ref(), &thresholds, true, out)
+}
+
+/// A validated run, ready to execute.
+struct Ready {
+    plan: Arc<Plan>,
+    manifest: Manifest,
+    backends: Vec<Arc<dyn Backend>>,
+    counter: Arc<crate::tokens::Counter>,
+    /// Indices into the plan's items, still to run.
+    todo: Vec<usize>,
+    already_done: usize,
+}
+
+/// The backends of `--model` values (default: both mock models).
+fn backends(models: &[String]) -> Result<Vec<Arc<dyn Backend>>, Failure> {
+    models
+        .iter()
+        .map(|m| model::build(m).map_err(|e| Failure::Usage(format!("--model: {e}"))))
+        .collect()
+}
+
+/// Builds the plan and the manifest that records it.
+fn build(
+    p: Prepared,
+    run_id: String,
+    models: Vec<String>,
+    repeat: usize,
+    max_turns: usize,
+    shard: Option<Shard>,
+) -> Result<(Arc<Plan>, Manifest, Arc<crate::tokens::Counter>), Failure> {
+    let cfg = RunConfig {
+        run_id: run_id.clone(),
+        scenario_paths: p.scenario_paths,
+        modes: p.modes,
+        models,
+        repeat,
+        max_turns,
+        selection: p.selection,
+        templates: p.templates.clone(),
+        templates_dir: p.templates_dir,
+    };
+    let plan = Plan::build(&p.scenarios, &cfg, &p.counter).map_err(Failure::Usage)?;
+    let record = plan.record();
+    let assigned = match shard {
+        Some(s) => s.select(&record.items).len(),
+        None => record.total,
+    };
+    let manifest = Manifest {
+        format: FORMAT_VERSION,
+        discbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        run_id,
+        settings: plan::settings(&cfg, p.counter.encoding().as_str()),
+        scenarios: plan::scenario_inputs(&p.scenarios),
+        templates: p.templates.hashes().clone(),
+        plan: record,
+        shard,
+        assigned,
+        merged_from: Vec::new(),
+    };
+    Ok((Arc::new(plan), manifest, Arc::new(p.counter)))
+}
+
+/// The plan items of this shard (all without one), as indices.
+fn shard_items(plan: &Plan, shard: Option<Shard>) -> Vec<usize> {
+    match shard {
+        Some(s) => s.select(&plan.keys()),
+        None => (0..plan.items.len()).collect(),
+    }
+}
+
+fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
+    let p = config::prepare(&a.common)?;
+    let models = if a.models.is_empty() {
+        vec!["oracle".to_string(), "lexical".to_string()]
+    } else {
+        a.models.clone()
+    };
+    let backends = backends(&models)?;
+    let (repeat, max_turns) = config::repeat_and_turns(a.repeat, a.max_turns)?;
+    let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
+    if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
+        return Err(Failure::Usage(format!(
+            "--run-id `{run_id}` must be a plain directory name"
+        )));
+    }
+    let dir = a.out.join(&run_id);
+    if dir.join("outcomes.jsonl").exists() || dir.join("run.json").exists() {
+        return Err(Failure::Usage(format!(
+            "{} already holds a run; pick another --run-id, or finish it with --resume {}",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    let (plan, manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
+    let todo = shard_items(&plan, shard);
+    Ok(Ready {
+        plan,
+        manifest,
+        backends,
+        counter,
+        todo,
+        already_done: 0,
+    })
+}
+
+fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failure> {
+    let recorded = Manifest::load(dir).map_err(|e| {
+        Failure::Usage(format!(
+            "--resume {}: {e:#} (only a run directory made by `discbench run` can be resumed)",
+            dir.display()
+        ))
+    })?;
+    let s = &recorded.settings;
+    let mut differs = Vec::new();
+    if shard.is_some() && shard != recorded.shard {
+        differs.push(format!(
+            "--shard {} (the run is {})",
+            shard.map(|s| s.to_string()).unwrap_or_default(),
+            recorded
+                .shard
+                .map(|s| s.to_string())
+                .unwrap_or_else(|| "unsharded".into())
+        ));
+    }
+    if !a.models.is_empty() && a.models != s.models {
+        differs.push(format!(
+            "--model {} (the run used {})",
+            a.models.join(", "),
+            s.models.join(", ")
+        ));
+    }
+    if a.repeat.is_some_and(|r| r != s.repeat) {
+        differs.push(format!("--repeat (the run used {})", s.repeat));
+    }
+    if a.max_turns.is_some_and(|t| t != s.max_turns) {
+        differs.push(format!("--max-turns (the run used {})", s.max_turns));
+    }
+    if !differs.is_empty() {
+        return Err(Failure::Usage(format!(
+            "cannot resume {}: the command line differs from its run.json: {}",
+            dir.display(),
+            differs.join("; ")
+        )));
+    }
+    let common = config::resume_common(s, &a.common)?;
+    let p = config::prepare(&common)?;
+    let backends = backends(&s.models)?;
+    let (plan, now, counter) = build(
+        p,
+        recorded.run_id.clone(),
+        s.models.clone(),
+        s.repeat,
+        s.max_turns,
+        recorded.shard,
+    )?;
+    let differences = recorded.differences(&now);
+    if !differences.is_empty() {
+        return Err(Failure::Usage(format!(
+            "cannot resume {}: what the run was made from has changed, so its outcomes would not be comparable; start a new run instead.\n  {}",
+            dir.display(),
+            differences.join("\n  ")
+        )));
+    }
+    // What is done: every whole outcome line. A torn last line is set aside in
+    // `outcomes.torn` (never deleted) and its work item runs again.
+    let path = dir.join(writer::OUTCOMES);
+    let mut done: HashSet<OutcomeKey> = HashSet::new();
+    if path.is_file() {
+        let stats = reader::read::<KeyView>(&path, |_, k| {
+            done.insert(k.key());
+            Ok(())
+        })
+        .map_err(super::report_cmd::report_failure)?;
+        if let Some(t) = &stats.torn {
+            eprintln!(
+                "{}:{}: a torn last line (the run was interrupted mid-write) is set aside in {}; its work item runs again",
+                path.display(),
+                t.line,
+                dir.join(writer::TORN).display()
+            );
+        }
+        writer::repair_tail(&path, &stats, Some(&dir.join(writer::TORN)))
+            .map_err(Failure::Infra)?;
+    }
+    let mine = shard_items(&plan, recorded.shard);
+    let planned: HashSet<&OutcomeKey> = mine.iter().map(|&i| &plan.items[i].key).collect();
+    if let Some(stray) = done.iter().find(|k| !planned.contains(k)) {
+        return Err(Failure::Usage(format!(
+            "cannot resume {}: it holds an outcome that is not in its plan: {stray}",
+            dir.display()
+        )));
+    }
+    let todo: Vec<usize> = mine
+        .into_iter()
+        .filter(|&i| !done.contains(&plan.items[i].key))
+        .collect();
+    Ok(Ready {
+        plan,
+        manifest: recorded,
+        backends,
+        counter,
+        already_done: done.len(),
+        todo,
+    })
+}
+/// `YYYYMMDD-HHMMSS` in UTC.
+fn timestamp_id() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_414), (2025, 11, 22));
+    }
+}

@@ -1,0 +1,91 @@
+//! `discbench tokens`: the static ledger of each scenario under each mode — system
+//! prompt and tool definitions as rendered, before any model acts — and, with
+//! `--show`, the exact texts, so anyone can recount them with another tokenizer.
+
+use std::sync::Arc;
+
+use super::{config, Failure, TokensArgs};
+use crate::exit;
+use crate::scenario::Scenario;
+use crate::strategy::mode::Mode;
+use crate::strategy::{Composite, SelectionConfig, Templates};
+use crate::tokens::Counter;
+
+pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    let p = config::prepare(&a.common)?;
+    let text = tokens_report(
+        &p.scenarios,
+        &p.modes,
+        &p.counter,
+        &p.templates,
+        p.selection,
+        a.show,
+    )
+    .map_err(Failure::Usage)?;
+    out.write_all(text.as_bytes())
+        .map_err(|e| Failure::Infra(e.into()))?;
+    Ok(exit::OK)
+}
+
+/// The static ledger: per scenario and mode, the system prompt and the tool
+/// definitions as rendered, before any model acts (and before any selection step).
+pub fn tokens_report(
+    scenarios: &[Scenario],
+    modes: &[Mode],
+    counter: &Counter,
+    templates: &Arc<Templates>,
+    selection: SelectionConfig,
+    show: bool,
+) -> Result<String, String> {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "tokenizer: {}", counter.encoding().as_str());
+    let _ = writeln!(
+        s,
+        "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  selection",
+        "scenario", "mode", "tools", "system", "tool_defs", "total"
+    );
+    for sc in scenarios {
+        for m in modes {
+            let mode = m.with_overrides(&sc.agent.modes);
+            let comp = Composite::new(
+                &sc.catalog,
+                sc.agent.instructions.as_deref(),
+                mode,
+                templates,
+                selection,
+            )?;
+            let sys = counter.count(comp.system());
+            let defs = counter.tools(comp.all_tools());
+            let _ = writeln!(
+                s,
+                "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  {}",
+                sc.name,
+                m.label,
+                comp.all_tools().len(),
+                sys,
+                defs,
+                sys + defs,
+                if comp.selection_applies() {
+                    "runs"
+                } else {
+                    "-"
+                }
+            );
+            if show {
+                let _ = writeln!(s, "--- system prompt ({sys} tokens) ---\n{}", comp.system());
+                for t in comp.all_tools() {
+                    let _ = writeln!(
+                        s,
+                        "--- tool {} ({} tokens) ---\n{}",
+                        t.name,
+                        counter.tool(t),
+                        t.wire_json()
+                    );
+                }
+                let _ = writeln!(s, "--- end of {} / {} ---", sc.name, m.label);
+            }
+        }
+    }
+    Ok(s)
+}

@@ -1,0 +1,372 @@
+//! `run.json`: what a run directory was made from and what it was meant to hold.
+//!
+//! It records the discbench version, the effective configuration, content hashes of
+//! every scenario file (with its includes, skill texts and seed SQL) and of every
+//! template, the tokenizer, the full plan of work items, and the shard this directory
+//! runs. Resume refuses a directory whose inputs changed ([`Manifest::differences`]),
+//! merge joins only shards of one plan, and `report` says when a run is incomplete.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use super::{content_hash, OutcomeKey, FORMAT_VERSION};
+
+/// The file name inside a run directory.
+pub const FILE: &str = "run.json";
+
+/// A mode as it was asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModeEntry {
+    /// The label outcomes carry (preset name or spec).
+    pub label: String,
+    /// Its canonical spec (before a scenario's `agent.modes`).
+    pub spec: String,
+}
+
+/// The configuration that decides what a run's outcomes are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    /// The scenario paths as given (files or directories), to load them again on resume.
+    pub scenario_paths: Vec<PathBuf>,
+    pub modes: Vec<ModeEntry>,
+    pub models: Vec<String>,
+    pub repeat: usize,
+    pub max_turns: usize,
+    pub selection_threshold: usize,
+    pub selection_max: usize,
+    pub tokenizer: String,
+    /// The `--templates` directory, if any (the hashes below are what counts).
+    pub templates_dir: Option<PathBuf>,
+}
+
+/// One scenario's inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioInputs {
+    pub name: String,
+    pub path: PathBuf,
+    /// Every file it was loaded from, with the content hash of each.
+    pub files: BTreeMap<PathBuf, String>,
+}
+
+/// The planned work: every item of the whole plan (all shards), in plan order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub total: usize,
+    /// A content hash of `items`: shards of one plan carry the same one.
+    pub hash: String,
+    pub items: Vec<OutcomeKey>,
+}
+
+impl PlanRecord {
+    pub fn new(items: Vec<OutcomeKey>) -> PlanRecord {
+        let bytes = serde_json::to_vec(&items).expect("keys serialize");
+        PlanRecord {
+            total: items.len(),
+            hash: content_hash(&bytes),
+            items,
+        }
+    }
+}
+
+/// `K/N`: the K-th of N deterministic slices of a plan (1-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || format!("`{s}` is not K/N with 1 <= K <= N (e.g. 2/4)");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = k.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || count == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// The positions in `items` that belong to this shard. Items are ordered by a
+    /// stable hash of their key (ties by the key) and dealt round-robin, so the N
+    /// shards differ in size by at most one, each item lands in exactly one shard,
+    /// and the split depends only on the plan, never on the machine.
+    pub fn select(&self, items: &[OutcomeKey]) -> Vec<usize> {
+        let mut order: Vec<(u64, &OutcomeKey, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.stable_hash(), k, i))
+            .collect();
+        order.sort();
+        let mut mine: Vec<usize> = order
+            .into_iter()
+            .enumerate()
+            .filter(|(pos, _)| pos % self.count == self.index - 1)
+            .map(|(_, (_, _, i))| i)
+            .collect();
+        mine.sort_unstable();
+        mine
+    }
+}
+
+/// The contents of `run.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The outcome line format of the run ([`FORMAT_VERSION`]).
+    pub format: u32,
+    pub discbench_version: String,
+    pub run_id: String,
+    pub settings: Settings,
+    pub scenarios: Vec<ScenarioInputs>,
+    /// Content hash of each template's effective text, by file name.
+    pub templates: BTreeMap<String, String>,
+    pub plan: PlanRecord,
+    /// The slice of the plan this directory runs; `None` for the whole plan.
+    pub shard: Option<Shard>,
+    /// How many work items this directory is meant to hold.
+    pub assigned: usize,
+    /// For a merged directory: the shard directories it was joined from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<PathBuf>,
+}
+
+impl Manifest {
+    /// The keys this directory is meant to hold.
+    pub fn assigned_keys(&self) -> Vec<OutcomeKey> {
+        match self.shard {
+            None => self.plan.items.clone(),
+            Some(s) => s
+                .select(&self.plan.items)
+                .into_iter()
+                .map(|i| self.plan.items[i].clone())
+                .collect(),
+        }
+    }
+
+    /// Each planned key's position in the plan.
+    pub fn positions(&self) -> std::collections::HashMap<OutcomeKey, usize> {
+        self.plan
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), i))
+            .collect()
+    }
+
+    pub fn load(dir: &Path) -> anyhow::Result<Manifest> {
+        let p = dir.join(FILE);
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        let m: Manifest = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a discbench run.json", p.display()))?;
+        if m.format > FORMAT_VERSION {
+            anyhow::bail!(
+                "{} was written in outcome format {}, newer than the {FORMAT_VERSION} this discbench reads",
+                p.display(),
+                m.format
+            );
+        }
+        Ok(m)
+    }
+
+    /// Loads `run.json` when the directory has one (runs before it existed have none).
+    pub fn load_if_present(dir: &Path) -> anyhow::Result<Option<Manifest>> {
+        if dir.join(FILE).is_file() {
+            Manifest::load(dir).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("manifest serializes");
+        s.push('\n');
+        s
+    }
+
+    /// What differs between the run this manifest describes and `now` (the same
+    /// configuration rebuilt from today's files), in words; empty when nothing does.
+    /// The version of discbench and the shard are not compared here.
+    pub fn differences(&self, now: &Manifest) -> Vec<String> {
+        let mut d = Vec::new();
+        let a = &self.settings;
+        let b = &now.settings;
+        let labels = |m: &[ModeEntry]| {
+            m.iter()
+                .map(|e| format!("{} ({})", e.label, e.spec))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if a.modes != b.modes {
+            d.push(format!(
+                "modes: [{}] now [{}]",
+                labels(&a.modes),
+                labels(&b.modes)
+            ));
+        }
+        if a.models != b.models {
+            d.push(format!(
+                "models: [{}] now [{}]",
+                a.models.join(", "),
+                b.models.join(", ")
+            ));
+        }
+        if a.tokenizer != b.tokenizer {
+            d.push(format!("tokenizer: {} now {}", a.tokenizer, b.tokenizer));
+        }
+        if a.repeat != b.repeat {
+            d.push(format!("repeat: {} now {}", a.repeat, b.repeat));
+        }
+        if a.max_turns != b.max_turns {
+            d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
+        }
+        if (a.selection_threshold, a.selection_max) != (b.selection_threshold, b.selection_max) {
+            d.push(format!(
+                "selection threshold/max: {}/{} now {}/{}",
+                a.selection_threshold, a.selection_max, b.selection_threshold, b.selection_max
+            ));
+        }
+        for (name, h) in &self.templates {
+            match now.templates.get(name) {
+                Some(h2) if h2 == h => {}
+                Some(_) => d.push(format!("template {name} changed")),
+                None => d.push(format!("template {name} is gone")),
+            }
+        }
+        for name in now.templates.keys() {
+            if !self.templates.contains_key(name) {
+                d.push(format!("template {name} is new"));
+            }
+        }
+        let by_name = |v: &[ScenarioInputs]| -> BTreeMap<String, ScenarioInputs> {
+            v.iter().map(|s| (s.name.clone(), s.clone())).collect()
+        };
+        let (old, new) = (by_name(&self.scenarios), by_name(&now.scenarios));
+        for (name, s) in &old {
+            let Some(n) = new.get(name) else {
+                d.push(format!(
+                    "scenario `{name}` is no longer among the scenarios"
+                ));
+                continue;
+            };
+            for (f, h) in &s.files {
+                match n.files.get(f) {
+                    Some(h2) if h2 == h => {}
+                    Some(_) => d.push(format!(
+                        "scenario `{name}`: {} changed since the run started",
+                        f.display()
+                    )),
+                    None => d.push(format!("scenario `{name}` no longer reads {}", f.display())),
+                }
+            }
+            for f in n.files.keys() {
+                if !s.files.contains_key(f) {
+                    d.push(format!("scenario `{name}` now also reads {}", f.display()));
+                }
+            }
+        }
+        for name in new.keys() {
+            if !old.contains_key(name) {
+                d.push(format!("scenario `{name}` is new"));
+            }
+        }
+        if d.is_empty() && self.plan.hash != now.plan.hash {
+            d.push(format!(
+                "the plan differs ({} work items, now {})",
+                self.plan.total, now.plan.total
+            ));
+        }
+        d
+    }
+}
+
+/// How readers order outcomes, whatever order episodes finished in: by position in
+/// the run's plan when the directory has a `run.json`, else (and for keys not in
+/// it) by key.
+pub struct PlanOrder {
+    positions: std::collections::HashMap<OutcomeKey, usize>,
+}
+
+impl PlanOrder {
+    pub fn for_dir(dir: &Path) -> anyhow::Result<PlanOrder> {
+        Ok(PlanOrder {
+            positions: Manifest::load_if_present(dir)?
+                .map(|m| m.positions())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The sort key of `key`.
+    pub fn rank(&self, key: &OutcomeKey) -> (usize, OutcomeKey) {
+        (
+            self.positions.get(key).copied().unwrap_or(usize::MAX),
+            key.clone(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(n: usize) -> Vec<OutcomeKey> {
+        (0..n)
+            .map(|i| OutcomeKey {
+                scenario: format!("s{}", i % 3),
+                query_id: format!("q{i}"),
+                mode: "progressive".into(),
+                model: "oracle".into(),
+                repeat: 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shards_partition_the_plan_evenly() {
+        let items = keys(103);
+        let mut seen = vec![0; items.len()];
+        let mut sizes = Vec::new();
+        for k in 1..=4 {
+            let s = Shard { index: k, count: 4 };
+            let mine = s.select(&items);
+            sizes.push(mine.len());
+            for i in mine {
+                seen[i] += 1;
+            }
+        }
+        assert!(
+            seen.iter().all(|&n| n == 1),
+            "every item in exactly one shard"
+        );
+        assert_eq!(sizes.iter().sum::<usize>(), 103);
+        assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        // Deterministic.
+        let s = Shard { index: 2, count: 4 };
+        assert_eq!(s.select(&items), s.select(&items));
+    }
+
+    #[test]
+    fn shard_specs_parse() {
+        assert_eq!(
+            "2/4".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 4 }
+        );
+        for bad in ["0/4", "5/4", "a/b", "3", "1/0"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}

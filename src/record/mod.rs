@@ -1,0 +1,278 @@
+//! The outcome record (DESIGN §2, §11): the one versioned format a run writes and
+//! every reader shares.
+//!
+//! A run directory holds:
+//! - `outcomes.jsonl` — one [`Outcome`] per line, appended and flushed as each episode
+//!   finishes, in whatever order episodes finish. Its identity is its [`OutcomeKey`]
+//!   (scenario, query, mode, model, repeat).
+//! - `texts.jsonl` — the texts many outcomes share (system prompts, tool definitions),
+//!   each stored once under its content hash ([`texts`]); an [`Entry`] refers to one
+//!   by `text_ref`. A text is always written before the first outcome that refers to it.
+//! - `run.json` — the [`manifest::Manifest`]: discbench version, effective
+//!   configuration, content hashes of the inputs, the planned work items and the shard.
+//!
+//! [`reader`] is the one line reader (aggregation, JUnit, HTML, resume and merge):
+//! a malformed line is named by file and line, and a torn last line — a process
+//! killed mid-write — is told apart from a malformed one.
+
+pub mod manifest;
+pub mod reader;
+pub mod texts;
+pub mod writer;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::score::{CallRecord, Protocol, Score};
+use crate::tokens::Ledger;
+
+/// The version of the outcome line format this build writes. Lines without a
+/// `format` field are version 1 (before shared texts were stored by hash); both read.
+pub const FORMAT_VERSION: u32 = 2;
+
+fn format_v1() -> u32 {
+    1
+}
+
+/// The identity of one work item and of its outcome.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct OutcomeKey {
+    pub scenario: String,
+    pub query_id: String,
+    /// The mode as asked for (preset name or spec label).
+    pub mode: String,
+    pub model: String,
+    pub repeat: usize,
+}
+
+impl fmt::Display for OutcomeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{} under {} with {} (repeat {})",
+            self.scenario, self.query_id, self.mode, self.model, self.repeat
+        )
+    }
+}
+
+impl OutcomeKey {
+    /// A stable 64-bit hash of the key (for shards): the same on every machine and
+    /// every build.
+    pub fn stable_hash(&self) -> u64 {
+        let mut h = blake3::Hasher::new();
+        for part in [&self.scenario, &self.query_id, &self.mode, &self.model] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        h.update(&(self.repeat as u64).to_le_bytes());
+        let bytes = h.finalize();
+        u64::from_le_bytes(bytes.as_bytes()[..8].try_into().expect("8 bytes"))
+    }
+}
+
+/// The ledger layer an [`Entry`] belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    System,
+    ToolDefs,
+    Query,
+    Fetched,
+    Results,
+    Output,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::System => "system",
+            Layer::ToolDefs => "tool_defs",
+            Layer::Query => "query",
+            Layer::Fetched => "fetched",
+            Layer::Results => "results",
+            Layer::Output => "output",
+        }
+    }
+
+    /// Layers whose texts many outcomes share: stored once in `texts.jsonl`.
+    pub fn is_shared(self) -> bool {
+        matches!(self, Layer::System | Layer::ToolDefs)
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One thing that entered the context in a turn, with its token count.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub layer: Layer,
+    /// What it was: a tool name, `system prompt`, `read_skill(...)` …
+    pub what: String,
+    pub tokens: usize,
+    /// The text as it was sent, when it is kept in the line itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// The content hash of a shared text in `texts.jsonl` (system prompts and
+    /// first-turn tool definitions). Resolve it with [`texts::TextStore`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_ref: Option<String>,
+}
+
+impl Entry {
+    pub fn new(layer: Layer, what: impl Into<String>, tokens: usize, text: Option<String>) -> Self {
+        Entry {
+            layer,
+            what: what.into(),
+            tokens,
+            text,
+            text_ref: None,
+        }
+    }
+}
+
+/// What a provider reported it billed for one request (real models only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input: u64,
+    pub output: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<u64>,
+}
+
+/// One round of the agent loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnRecord {
+    pub turn: usize,
+    /// Tokens of the whole request of this turn.
+    pub request_tokens: usize,
+    pub tools_visible: usize,
+    pub entered: Vec<Entry>,
+    /// The provider's own usage figures for this request, when it gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// How long the model took to answer, when the backend measures it (mock models
+    /// do not, so their outcomes are the same on every run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+}
+
+/// The selection step of one episode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectionRecord {
+    pub tools_before: usize,
+    /// The tools selected, or `None` when the answer was unusable (all stayed loaded).
+    pub selected: Option<Vec<String>>,
+    pub answer: String,
+}
+
+/// The scored result of one (scenario, query, mode, model, repeat): one JSON line.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The line format version ([`FORMAT_VERSION`]).
+    #[serde(default = "format_v1")]
+    pub format: u32,
+    pub run_id: String,
+    pub scenario: String,
+    pub query_id: String,
+    pub tags: Vec<String>,
+    /// The mode as asked for (preset name or spec).
+    pub mode: String,
+    /// The mode actually used, after the scenario's `agent.modes`.
+    pub mode_spec: String,
+    pub model: String,
+    pub repeat: usize,
+    pub tokenizer: String,
+    /// Callable addresses in the scenario's catalog (for catalog-size curves).
+    #[serde(default)]
+    pub catalog_size: usize,
+    pub expected: Value,
+    pub calls: Vec<CallRecord>,
+    pub final_text: Option<String>,
+    pub selection: Option<SelectionRecord>,
+    pub score: Score,
+    pub protocol: Protocol,
+    pub tokens: Ledger,
+    pub turns: Vec<TurnRecord>,
+    /// An API or environment failure; such outcomes are not counted as wrong answers.
+    pub infra_error: Option<String>,
+}
+
+impl Outcome {
+    pub fn key(&self) -> OutcomeKey {
+        OutcomeKey {
+            scenario: self.scenario.clone(),
+            query_id: self.query_id.clone(),
+            mode: self.mode.clone(),
+            model: self.model.clone(),
+            repeat: self.repeat,
+        }
+    }
+}
+
+/// The smallest view of an outcome line: its key (resume and merge read only this).
+#[derive(Debug, Clone, Deserialize)]
+pub struct KeyView {
+    pub scenario: String,
+    pub query_id: String,
+    pub mode: String,
+    pub model: String,
+    pub repeat: usize,
+    #[serde(default)]
+    pub infra_error: Option<String>,
+}
+
+impl KeyView {
+    pub fn key(self) -> OutcomeKey {
+        OutcomeKey {
+            scenario: self.scenario,
+            query_id: self.query_id,
+            mode: self.mode,
+            model: self.model,
+            repeat: self.repeat,
+        }
+    }
+}
+
+/// A content hash of a text: 32 hex digits of BLAKE3.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let h = blake3::hash(bytes);
+    h.to_hex()[..32].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_hash_is_stable_and_separates_fields() {
+        let k = |s: &str, q: &str| OutcomeKey {
+            scenario: s.into(),
+            query_id: q.into(),
+            mode: "progressive".into(),
+            model: "oracle".into(),
+            repeat: 0,
+        };
+        assert_eq!(k("ab", "c").stable_hash(), k("ab", "c").stable_hash());
+        // Length prefixes: moving a character between fields changes the hash.
+        assert_ne!(k("ab", "c").stable_hash(), k("a", "bc").stable_hash());
+        // A fixed value: the hash must not change between builds or machines, or
+        // shards of one plan made by two builds would overlap.
+        assert_eq!(k("tiny", "q1").stable_hash(), k("tiny", "q1").stable_hash());
+        assert_eq!(content_hash(b"").len(), 32);
+        assert_eq!(content_hash(b"abc"), "6437b3ac38465133ffb63b75273a8db5");
+    }
+
+    #[test]
+    fn old_lines_read_as_format_1() {
+        let line = r#"{"layer":"tool_defs","what":"x","tokens":3}"#;
+        let e: Entry = serde_json::from_str(line).unwrap();
+        assert_eq!(e.layer, Layer::ToolDefs);
+        assert!(e.text.is_none() && e.text_ref.is_none());
+    }
+}

@@ -1,0 +1,93 @@
+//! The appending side of a run directory: each outcome is one line, its shared texts
+//! go to `texts.jsonl` first, and both files are flushed after every outcome, so an
+//! interrupted run loses nothing that had finished.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use super::reader::ReadStats;
+use super::texts::TextSink;
+use super::{Outcome, FORMAT_VERSION};
+
+/// The outcome file inside a run directory.
+pub const OUTCOMES: &str = "outcomes.jsonl";
+/// Where resume keeps the torn tails it set aside (appended, never deleted).
+pub const TORN: &str = "outcomes.torn";
+
+/// Appends outcomes (and their shared texts) to a run directory.
+pub struct OutcomeWriter {
+    path: PathBuf,
+    out: BufWriter<File>,
+    texts: TextSink,
+    written: usize,
+}
+
+impl OutcomeWriter {
+    /// Opens the run directory's files for appending. The caller has repaired the
+    /// outcome file's tail ([`repair_tail`]) when it resumes a run.
+    pub fn open(dir: &Path) -> anyhow::Result<OutcomeWriter> {
+        let path = dir.join(OUTCOMES);
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        Ok(OutcomeWriter {
+            texts: TextSink::open(dir)?,
+            path,
+            out: BufWriter::new(f),
+            written: 0,
+        })
+    }
+
+    /// Writes one outcome as one line and flushes it.
+    pub fn append(&mut self, mut o: Outcome) -> anyhow::Result<()> {
+        o.format = FORMAT_VERSION;
+        self.texts.take_shared(&mut o)?;
+        serde_json::to_writer(&mut self.out, &o)?;
+        self.out.write_all(b"\n")?;
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.written += 1;
+        Ok(())
+    }
+
+    pub fn written(&self) -> usize {
+        self.written
+    }
+}
+
+/// Makes a record file safe to append to: a torn last line is moved to `side` (when
+/// given; appended there, so nothing is ever deleted) and cut from the file; a whole
+/// last line without a line break gets one.
+pub fn repair_tail(path: &Path, stats: &ReadStats, side: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(t) = &stats.torn {
+        if let Some(side) = side {
+            let mut f = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(side)
+                .with_context(|| format!("cannot open {}", side.display()))?;
+            f.write_all(&t.bytes)?;
+            f.write_all(b"\n")?;
+            f.sync_all()?;
+        }
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        f.set_len(t.offset)
+            .with_context(|| format!("cannot truncate {}", path.display()))?;
+    } else if !stats.ends_with_newline {
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        f.write_all(b"\n")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,346 @@
+//! One episode: a query under one rendered scenario × mode with one model session —
+//! the selection step when it applies, then up to `max_turns` rounds of context →
+//! model → calls → results — scored into an [`Outcome`].
+//!
+//! Model errors that may pass (rate limits, timeouts, server errors) are retried as
+//! the [`RetryPolicy`] says, each retry announced as an event; what still fails is
+//! recorded as the outcome's infra error, apart from the model's own mistakes.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::events::Event;
+use super::plan::Unit;
+use super::retry::RetryPolicy;
+use crate::environment::Databases;
+use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use crate::record::{
+    Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, FORMAT_VERSION,
+};
+use crate::scenario::{Expect, Scenario};
+use crate::score::{self, CallEffect, CallRecord};
+use crate::strategy::{Effect, State};
+use crate::tokens::{Counter, Ledger};
+use crate::wire::{Message, Response};
+
+/// Everything one episode reads; all of it shared, nothing owned.
+pub struct Episode<'a> {
+    pub key: &'a OutcomeKey,
+    pub run_id: &'a str,
+    pub scenario: &'a Scenario,
+    pub query: usize,
+    pub unit: &'a Unit,
+    pub counter: &'a Counter,
+    pub databases: &'a Databases,
+    pub retry: &'a RetryPolicy,
+    /// Where retries are announced.
+    pub events: &'a (dyn Fn(Event) + Send + Sync),
+}
+
+/// A model session and the retries it took.
+struct Asker<'a> {
+    session: Box<dyn Session>,
+    key: &'a OutcomeKey,
+    retry: &'a RetryPolicy,
+    events: &'a (dyn Fn(Event) + Send + Sync),
+}
+
+impl Asker<'_> {
+    async fn ask(
+        &mut self,
+        purpose: Purpose,
+        context: &crate::wire::Context,
+    ) -> Result<Answer, ModelError> {
+        let request = Request { purpose, context };
+        let mut attempt = 0u32;
+        loop {
+            match self.session.respond(&request).await {
+                Ok(a) => return Ok(a),
+                Err(e) if e.is_retryable() && attempt < self.retry.max_retries => {
+                    attempt += 1;
+                    let delay = self.retry.delay(self.key, attempt, &e);
+                    (self.events)(Event::RetryScheduled {
+                        key: self.key.clone(),
+                        attempt,
+                        delay,
+                        reason: e.to_string(),
+                    });
+                    if delay > Duration::ZERO {
+                        tokio::time::sleep(delay).await;
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+impl Episode<'_> {
+    pub async fn run(&self, backend: &dyn Backend) -> Outcome {
+        let c = self.counter;
+        let unit = self.unit;
+        let comp = unit.composite.as_ref();
+        let query = &self.scenario.queries[self.query];
+        let state: Arc<Mutex<State>> = Arc::new(Mutex::new(comp.new_state()));
+        let truth = backend.wants_ground_truth().then(|| GroundTruth {
+            expect: query.expect.clone(),
+            protocol: unit.composite.clone(),
+            state: state.clone(),
+        });
+        let mut asker = Asker {
+            session: backend.open(truth),
+            key: self.key,
+            retry: self.retry,
+            events: self.events,
+        };
+        let mut ledger = Ledger {
+            system: unit.system_tokens,
+            ..Ledger::default()
+        };
+        let mut infra_error = None;
+
+        let mut selection = None;
+        if comp.selection_applies() {
+            match comp.selection_context(&query.text) {
+                Ok(cx) => {
+                    let req = c.context(&cx);
+                    let max = comp.selection_config().max;
+                    let answer = match asker.ask(Purpose::Select { max }, &cx).await {
+                        Ok(a) => a.response.text.unwrap_or_default(),
+                        Err(e) => {
+                            infra_error = Some(e.to_string());
+                            String::new()
+                        }
+                    };
+                    ledger.selection = req + c.count(&answer);
+                    ledger.billed_input += req;
+                    ledger.peak_context = req;
+                    let selected = comp.apply_selection(&mut lock(&state), &answer);
+                    selection = Some(SelectionRecord {
+                        tools_before: comp.all_tools().len(),
+                        selected,
+                        answer,
+                    });
+                }
+                Err(e) => infra_error = Some(e),
+            }
+        }
+
+        let mut messages = vec![Message::User {
+            content: query.text.clone(),
+        }];
+        let mut calls: Vec<CallRecord> = Vec::new();
+        let mut turns = Vec::new();
+        let mut final_text = None;
+        let mut hit_max_turns = false;
+        let mut seen_tools: BTreeSet<String> = BTreeSet::new();
+        let mut n_turns = 0;
+        for turn in 1..=unit.max_turns {
+            if infra_error.is_some() {
+                break;
+            }
+            n_turns = turn;
+            let cx = comp.context(&lock(&state), &messages);
+            let mut entered = Vec::new();
+            // A tool's text and tokens: from the unit when it is one of the mode's
+            // fixed tools (rendered and counted once per run; `request_tools`, the one
+            // tool whose text changes, is a reserved name), else counted now.
+            let tool_text = |t: &crate::wire::ToolDef| match unit.tool_texts.get(&t.name) {
+                Some((n, text)) => (*n, text.clone()),
+                None => {
+                    let text = t.wire_json();
+                    (c.count(&text), text)
+                }
+            };
+            if turn == 1 {
+                entered.push(Entry::new(
+                    Layer::System,
+                    "system prompt",
+                    ledger.system,
+                    Some(cx.system.clone()),
+                ));
+                for t in &cx.tools {
+                    let (n, text) = tool_text(t);
+                    ledger.tool_defs += n;
+                    entered.push(Entry::new(Layer::ToolDefs, t.name.clone(), n, Some(text)));
+                }
+                entered.push(Entry::new(
+                    Layer::Query,
+                    "user",
+                    c.count(&query.text),
+                    Some(query.text.clone()),
+                ));
+            } else {
+                for t in cx.tools.iter().filter(|t| !seen_tools.contains(&t.name)) {
+                    let (n, text) = tool_text(t);
+                    ledger.fetched += n;
+                    entered.push(Entry::new(
+                        Layer::Fetched,
+                        format!("tool definition {}", t.name),
+                        n,
+                        Some(text),
+                    ));
+                }
+            }
+            seen_tools.extend(cx.tools.iter().map(|t| t.name.clone()));
+            let req = c.context(&cx);
+            if turn == 1 {
+                ledger.first_turn = req;
+            }
+            ledger.billed_input += req;
+            ledger.peak_context = ledger.peak_context.max(req);
+            let answer = match asker.ask(Purpose::Act, &cx).await {
+                Ok(a) => a,
+                Err(e) => {
+                    infra_error = Some(e.to_string());
+                    turns.push(TurnRecord {
+                        turn,
+                        request_tokens: req,
+                        tools_visible: cx.tools.len(),
+                        entered,
+                        usage: None,
+                        latency_ms: None,
+                    });
+                    break;
+                }
+            };
+            let usage = answer.usage;
+            let latency_ms = answer.latency.map(|d| d.as_millis() as u64);
+            let Response {
+                text,
+                calls: tool_calls,
+            } = answer.response;
+            let msg = Message::Assistant {
+                content: text.clone(),
+                tool_calls: tool_calls.clone(),
+            };
+            let out = c.message(&msg);
+            ledger.output += out;
+            entered.push(Entry::new(Layer::Output, "assistant", out, text.clone()));
+            messages.push(msg);
+            if tool_calls.is_empty() {
+                final_text = text;
+                turns.push(TurnRecord {
+                    turn,
+                    request_tokens: req,
+                    tools_visible: cx.tools.len(),
+                    entered,
+                    usage,
+                    latency_ms,
+                });
+                break;
+            }
+            // What the model saw when it wrote this turn's calls: a skill read by one
+            // call of a parallel batch was not in context for the others.
+            let seen_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
+            for call in tool_calls {
+                let r = comp.resolve(&call, &mut lock(&state), self.databases);
+                let n = c.count(&r.content);
+                let mut record = CallRecord {
+                    turn,
+                    tool: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    effect: CallEffect::Error,
+                    address: None,
+                    fetched: Vec::new(),
+                    error: None,
+                    schema_errors: Vec::new(),
+                    blind: false,
+                    args: None,
+                    skills_in_context: seen_skills.clone(),
+                };
+                let layer = match &r.effect {
+                    Effect::Fetched { addresses } => {
+                        ledger.fetched += n;
+                        record.effect = CallEffect::Fetched;
+                        record.fetched = addresses.clone();
+                        Layer::Fetched
+                    }
+                    Effect::Executed {
+                        address,
+                        args,
+                        schema_errors,
+                        blind,
+                        ..
+                    } => {
+                        ledger.results += n;
+                        record.effect = CallEffect::Executed;
+                        record.address = Some(address.clone());
+                        record.schema_errors = schema_errors.clone();
+                        record.blind = *blind;
+                        record.args = Some(args.clone());
+                        Layer::Results
+                    }
+                    Effect::Error { error } => {
+                        ledger.results += n;
+                        record.error = Some(*error);
+                        Layer::Results
+                    }
+                };
+                entered.push(Entry::new(
+                    layer,
+                    format!("{}({})", call.name, call.arguments),
+                    n,
+                    Some(r.content.clone()),
+                ));
+                calls.push(record);
+                messages.push(Message::Tool {
+                    tool_call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: r.content,
+                });
+            }
+            turns.push(TurnRecord {
+                turn,
+                request_tokens: req,
+                tools_visible: cx.tools.len(),
+                entered,
+                usage,
+                latency_ms,
+            });
+            if turn == unit.max_turns {
+                hit_max_turns = true;
+            }
+        }
+        let final_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
+        let score = score::score(
+            query,
+            &calls,
+            &final_skills,
+            &self.scenario.catalog,
+            self.databases,
+        );
+        let protocol = score::protocol(&calls, n_turns, hit_max_turns);
+        Outcome {
+            format: FORMAT_VERSION,
+            run_id: self.run_id.to_string(),
+            scenario: self.scenario.name.clone(),
+            query_id: query.id.clone(),
+            tags: query.tags.clone(),
+            mode: self.key.mode.clone(),
+            mode_spec: comp.mode.canonical_spec(),
+            model: self.key.model.clone(),
+            repeat: self.key.repeat,
+            tokenizer: c.encoding().as_str().to_string(),
+            catalog_size: self.scenario.catalog.addresses().len(),
+            expected: expect_json(&query.expect),
+            calls,
+            final_text,
+            selection,
+            score,
+            protocol,
+            tokens: ledger,
+            turns,
+            infra_error,
+        }
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    state.lock().expect("episode state")
+}
+
+fn expect_json(e: &Expect) -> serde_json::Value {
+    serde_json::to_value(e).expect("expectations serialize")
+}

@@ -1,0 +1,180 @@
+//! The plan: built once before anything runs. Each scenario × mode is rendered once
+//! into a [`Unit`] (its composite and the token counts of its first-turn texts) and
+//! shared read-only by all of its episodes; each scenario's databases are seeded
+//! once; the work items are listed in a fixed order (scenario, mode, model, repeat,
+//! query) and keyed by [`OutcomeKey`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::RunConfig;
+use crate::environment::Databases;
+use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
+use crate::record::OutcomeKey;
+use crate::scenario::Scenario;
+use crate::strategy::Composite;
+use crate::tokens::Counter;
+
+/// One scenario × mode, rendered.
+pub struct Unit {
+    pub scenario: usize,
+    /// The mode label as asked for (outcomes carry it).
+    pub mode_label: String,
+    pub composite: Arc<Composite>,
+    pub max_turns: usize,
+    /// Tokens of the system prompt.
+    pub system_tokens: usize,
+    /// Per top-level tool: its tokens and the exact JSON sent.
+    pub tool_texts: HashMap<String, (usize, String)>,
+}
+
+/// A scenario with the environment its episodes act on.
+pub struct ScenarioRun {
+    pub scenario: Arc<Scenario>,
+    pub databases: Arc<Databases>,
+}
+
+/// One unit of work.
+#[derive(Debug, Clone)]
+pub struct WorkItem {
+    pub key: OutcomeKey,
+    pub unit: usize,
+    pub query: usize,
+    pub model: usize,
+    pub repeat: usize,
+}
+
+/// Everything a run will do.
+pub struct Plan {
+    pub scenarios: Vec<ScenarioRun>,
+    pub units: Vec<Arc<Unit>>,
+    pub items: Vec<WorkItem>,
+}
+
+impl Plan {
+    /// Renders every scenario × mode, seeds every database, and lists the work items.
+    /// A template that fails to render or a seed that fails is an error here, before
+    /// anything runs.
+    pub fn build(
+        scenarios: &[Scenario],
+        cfg: &RunConfig,
+        counter: &Counter,
+    ) -> Result<Plan, String> {
+        let mut runs = Vec::new();
+        let mut units = Vec::new();
+        let mut items = Vec::new();
+        for (s, sc) in scenarios.iter().enumerate() {
+            let databases = Databases::build(&sc.catalog)
+                .map_err(|e| format!("scenario `{}`: {e}", sc.name))?;
+            runs.push(ScenarioRun {
+                scenario: Arc::new(sc.clone()),
+                databases: Arc::new(databases),
+            });
+            for requested in &cfg.modes {
+                let mode = requested.with_overrides(&sc.agent.modes);
+                let composite = Composite::new(
+                    &sc.catalog,
+                    sc.agent.instructions.as_deref(),
+                    mode,
+                    &cfg.templates,
+                    cfg.selection,
+                )
+                .and_then(|c| c.check_templates().map(|_| c))
+                .map_err(|e| {
+                    format!(
+                        "scenario `{}` under mode `{}`: {e}",
+                        sc.name, requested.label
+                    )
+                })?;
+                let tool_texts = composite
+                    .all_tools()
+                    .iter()
+                    .map(|t| {
+                        let text = t.wire_json();
+                        (t.name.clone(), (counter.count(&text), text))
+                    })
+                    .collect();
+                let unit = units.len();
+                units.push(Arc::new(Unit {
+                    scenario: s,
+                    mode_label: requested.label.clone(),
+                    system_tokens: counter.count(composite.system()),
+                    composite: Arc::new(composite),
+                    max_turns: sc
+                        .agent
+                        .max_turns
+                        .map(|t| t as usize)
+                        .unwrap_or(cfg.max_turns),
+                    tool_texts,
+                }));
+                for (m, model) in cfg.models.iter().enumerate() {
+                    for r in 0..cfg.repeat {
+                        for (q, query) in sc.queries.iter().enumerate() {
+                            items.push(WorkItem {
+                                key: OutcomeKey {
+                                    scenario: sc.name.clone(),
+                                    query_id: query.id.clone(),
+                                    mode: requested.label.clone(),
+                                    model: model.clone(),
+                                    repeat: r,
+                                },
+                                unit,
+                                query: q,
+                                model: m,
+                                repeat: r,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Plan {
+            scenarios: runs,
+            units,
+            items,
+        })
+    }
+
+    pub fn keys(&self) -> Vec<OutcomeKey> {
+        self.items.iter().map(|i| i.key.clone()).collect()
+    }
+
+    /// The plan as `run.json` records it.
+    pub fn record(&self) -> PlanRecord {
+        PlanRecord::new(self.keys())
+    }
+}
+
+/// The settings and input hashes `run.json` records for this configuration.
+pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
+    Settings {
+        scenario_paths: cfg.scenario_paths.clone(),
+        modes: cfg
+            .modes
+            .iter()
+            .map(|m| ModeEntry {
+                label: m.label.clone(),
+                spec: m.canonical_spec(),
+            })
+            .collect(),
+        models: cfg.models.clone(),
+        repeat: cfg.repeat,
+        max_turns: cfg.max_turns,
+        selection_threshold: cfg.selection.threshold,
+        selection_max: cfg.selection.max,
+        tokenizer: tokenizer.to_string(),
+        templates_dir: cfg.templates_dir.clone(),
+    }
+}
+
+/// Each scenario's files and their content hashes.
+pub fn scenario_inputs(scenarios: &[Scenario]) -> Vec<ScenarioInputs> {
+    scenarios
+        .iter()
+        .map(|s| ScenarioInputs {
+            name: s.name.clone(),
+            path: s.path.clone(),
+            files: s.sources.clone(),
+        })
+        .collect()
+}

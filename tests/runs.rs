@@ -1,0 +1,332 @@
+//! Runs that scale and survive: concurrency changes no outcome, an interrupted run
+//! resumed equals an uninterrupted one, shards merged equal one unsharded run, and a
+//! resume or merge that would mix incomparable outcomes is refused.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_discbench"));
+    c.env("CI", "true");
+    for v in [
+        "SKILL_TOOL_MODE",
+        "CONNECTOR_TOOL_MODE",
+        "DATABASE_TOOL_MODE",
+        "MCP_TOOL_MODE",
+    ] {
+        c.env_remove(v);
+    }
+    c
+}
+
+fn ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The scenarios these tests run: the tiny one and one from the suite that runs the
+/// selection step and `request_tools`.
+const SCENARIOS: [&str; 2] = [
+    "fixtures/snapshot/tiny.yaml",
+    "scenarios/large-catalog.yaml",
+];
+
+/// Runs `discbench run` on `scenarios` with run id `x` under `out`; returns the run
+/// directory.
+fn run(out: &Path, scenarios: &[&str], extra: &[&str]) -> PathBuf {
+    let o = bin()
+        .arg("run")
+        .args(scenarios)
+        .args(["--run-id", "x", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap();
+    ok(&o);
+    out.join("x")
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The outcome lines, sorted (episodes finish in any order).
+fn sorted_lines(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = read(&dir.join("outcomes.jsonl"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn concurrency_changes_no_outcome_on_the_built_in_suite() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = run(&tmp.path().join("one"), &["scenarios"], &["--jobs", "1"]);
+    let eight = run(&tmp.path().join("eight"), &["scenarios"], &["--jobs", "8"]);
+    let (a, b) = (sorted_lines(&one), sorted_lines(&eight));
+    assert!(a.len() > 500, "{}", a.len());
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y);
+    }
+    assert_eq!(
+        read(&one.join("summary.json")),
+        read(&eight.join("summary.json"))
+    );
+    assert_eq!(
+        read(&one.join("summary.csv")),
+        read(&eight.join("summary.csv"))
+    );
+    assert_eq!(read(&one.join("junit.xml")), read(&eight.join("junit.xml")));
+    assert_eq!(
+        read(&one.join("summary.md")),
+        read(&eight.join("summary.md"))
+    );
+}
+
+#[test]
+fn a_resumed_run_equals_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = run(&tmp.path().join("full"), &SCENARIOS, &[]);
+    let text = read(&full.join("outcomes.jsonl"));
+    let n = text.lines().count();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    // Nothing written; a few lines; mid-line (a torn write); all but the last line.
+    let cuts = [
+        ("empty", 0),
+        ("five", starts[5]),
+        ("torn", starts[n / 2] + 17),
+        ("last", starts[n - 1]),
+    ];
+    for (name, cut) in cuts {
+        let dir = tmp.path().join(name).join("x");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(full.join("run.json"), dir.join("run.json")).unwrap();
+        std::fs::write(dir.join("outcomes.jsonl"), &text.as_bytes()[..cut]).unwrap();
+        // The shared texts end in a torn line as well: a kill while a new text was
+        // written (texts are flushed before the outcome that refers to them).
+        let texts = read(&full.join("texts.jsonl"));
+        std::fs::write(dir.join("texts.jsonl"), format!("{texts}{{\"hash\":\"0f")).unwrap();
+        let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+        ok(&o);
+        assert_eq!(
+            sorted_lines(&dir),
+            sorted_lines(&full),
+            "{name}: every item exactly once, each as in the full run"
+        );
+        assert_eq!(
+            read(&dir.join("summary.json")),
+            read(&full.join("summary.json")),
+            "{name}"
+        );
+        let torn = dir.join("outcomes.torn");
+        if name == "torn" {
+            let kept = read(&torn);
+            assert!(
+                text[starts[n / 2]..].starts_with(kept.trim_end()),
+                "the torn tail is kept aside: {kept}"
+            );
+            assert!(String::from_utf8_lossy(&o.stderr).contains("torn"));
+        } else {
+            assert!(!torn.exists(), "{name}");
+        }
+        // Every reference resolves after the texts file was repaired.
+        let store = discbench::record::texts::TextStore::load(&dir).unwrap();
+        for l in read(&dir.join("outcomes.jsonl")).lines() {
+            let o: discbench::record::Outcome = serde_json::from_str(l).unwrap();
+            for e in o.turns.iter().flat_map(|t| &t.entered) {
+                if let Some(h) = &e.text_ref {
+                    assert!(store.get(h).is_some(), "{name}: {h} unresolved");
+                }
+            }
+        }
+    }
+    // A complete run resumed runs nothing and stays as it was.
+    let again = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&full)
+        .output()
+        .unwrap();
+    ok(&again);
+    assert_eq!(read(&full.join("outcomes.jsonl")).lines().count(), n);
+}
+
+#[test]
+fn an_interrupted_run_says_it_is_incomplete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = run(&tmp.path().join("full"), &SCENARIOS[..1], &[]);
+    let text = read(&full.join("outcomes.jsonl"));
+    let keep: String = text.lines().take(10).map(|l| format!("{l}\n")).collect();
+    std::fs::write(full.join("outcomes.jsonl"), keep).unwrap();
+    let o = bin().arg("report").arg(&full).output().unwrap();
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("incomplete run: 10 of 24"), "{out}");
+    assert!(read(&full.join("summary.md")).contains("10 of 24"));
+    assert!(read(&full.join("index.html")).contains("10 of 24"));
+}
+
+#[test]
+fn four_shards_merged_equal_the_unsharded_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = run(&tmp.path().join("full"), &SCENARIOS, &[]);
+    let mut shards = Vec::new();
+    let mut total = 0;
+    for k in 1..=4 {
+        let d = run(
+            &tmp.path().join(format!("shard{k}")),
+            &SCENARIOS,
+            &["--shard", &format!("{k}/4")],
+        );
+        let n = read(&d.join("outcomes.jsonl")).lines().count();
+        assert!(n > 0);
+        total += n;
+        shards.push(d);
+    }
+    assert_eq!(total, sorted_lines(&full).len());
+    let merged = tmp.path().join("merged");
+    let o = bin()
+        .arg("merge")
+        .args(&shards)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    ok(&o);
+    assert_eq!(sorted_lines(&merged), sorted_lines(&full));
+    assert_eq!(
+        read(&merged.join("summary.json")),
+        read(&full.join("summary.json"))
+    );
+
+    // The same shard twice overlaps: refused, nothing written.
+    let twice = tmp.path().join("twice");
+    let o = bin()
+        .arg("merge")
+        .args([&shards[0], &shards[0]])
+        .arg("--out")
+        .arg(&twice)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("overlapping"));
+    assert!(!twice.join("outcomes.jsonl").exists());
+
+    // A missing shard: merged, with the missing items named, and reported incomplete.
+    let partial = tmp.path().join("partial");
+    let o = bin()
+        .arg("merge")
+        .args(&shards[..3])
+        .arg("--out")
+        .arg(&partial)
+        .output()
+        .unwrap();
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("missing ("), "{out}");
+    assert!(out.contains("incomplete run"), "{out}");
+
+    // A shard of another plan is refused.
+    let other = run(
+        &tmp.path().join("other"),
+        &SCENARIOS[..1],
+        &["--shard", "1/4"],
+    );
+    let o = bin()
+        .arg("merge")
+        .args([&shards[1], &other])
+        .arg("--out")
+        .arg(tmp.path().join("mixed"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a shard of the same plan"));
+}
+
+#[test]
+fn resuming_after_a_change_is_refused_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A scenario (with the seed SQL it reads) and a template directory of our own,
+    // to change after the run.
+    std::fs::create_dir_all(tmp.path().join("snapshot")).unwrap();
+    std::fs::create_dir_all(tmp.path().join("invalid-support")).unwrap();
+    let sc = tmp.path().join("snapshot/tiny.yaml");
+    std::fs::copy("fixtures/snapshot/tiny.yaml", &sc).unwrap();
+    std::fs::copy(
+        "fixtures/invalid-support/people.sql",
+        tmp.path().join("invalid-support/people.sql"),
+    )
+    .unwrap();
+    let templates = tmp.path().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(templates.join("read_skill.j2"), "Read one skill in full.").unwrap();
+    let o = bin()
+        .arg("run")
+        .arg(&sc)
+        .args(["--run-id", "x", "--mode", "progressive", "--templates"])
+        .arg(&templates)
+        .arg("--out")
+        .arg(tmp.path().join("runs"))
+        .output()
+        .unwrap();
+    ok(&o);
+    let dir = tmp.path().join("runs/x");
+    let lines = read(&dir.join("outcomes.jsonl"));
+    let half: String = lines.lines().take(3).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.join("outcomes.jsonl"), &half).unwrap();
+
+    // The template changed.
+    std::fs::write(templates.join("read_skill.j2"), "Load a skill.").unwrap();
+    let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("template read_skill.j2 changed"), "{err}");
+    std::fs::write(templates.join("read_skill.j2"), "Read one skill in full.").unwrap();
+
+    // The scenario changed.
+    let text = read(&sc);
+    std::fs::write(
+        &sc,
+        text.replacen("description:", "description: changed", 1),
+    )
+    .unwrap();
+    let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("tiny.yaml changed"), "{err}");
+    std::fs::write(&sc, &text).unwrap();
+
+    // A flag that contradicts run.json.
+    let o = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&dir)
+        .args(["--model", "oracle"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--model"));
+    assert_eq!(
+        read(&dir.join("outcomes.jsonl")),
+        half,
+        "nothing was written"
+    );
+
+    // Unchanged again: the resume goes through.
+    let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    ok(&o);
+    assert_eq!(
+        read(&dir.join("outcomes.jsonl")).lines().count(),
+        lines.lines().count()
+    );
+}
