@@ -8,6 +8,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -19,6 +21,18 @@ pub struct Catalog {
     pub databases: Vec<Database>,
     pub mcp_servers: Vec<McpServer>,
     pub builtins: Vec<Builtin>,
+    /// Fixture answers by address and argument values, in file order; they take
+    /// precedence over a tool's own `response`.
+    pub responses: Vec<FixtureResponse>,
+}
+
+/// A fixture answer for calls to `address` whose arguments match `when` (accepted
+/// values per parameter, compared as expectations compare them; empty: every call).
+#[derive(Debug, Clone, Serialize)]
+pub struct FixtureResponse {
+    pub address: Address,
+    pub when: BTreeMap<String, Vec<Value>>,
+    pub response: Value,
 }
 
 /// A standard operating procedure the agent can read.
@@ -303,6 +317,63 @@ impl Catalog {
             Kind::Databases => !self.databases.is_empty(),
             Kind::Mcp => !self.mcp_servers.is_empty(),
         }
+    }
+}
+
+impl Catalog {
+    /// Every tool name the legacy strategies and the built-ins would expose, with the
+    /// address (or `database:{db}/{suffix}`) behind it, in catalog order.
+    pub fn exposed_tool_names(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for c in &self.connectors {
+            for a in &c.actions {
+                out.push((
+                    legacy_name(&c.name, &a.name),
+                    Address::Connector(c.name.clone(), a.name.clone()).to_string(),
+                ));
+            }
+        }
+        for d in &self.databases {
+            for suffix in ["list_tables", "describe_table", "query"] {
+                out.push((
+                    legacy_name(&d.name, suffix),
+                    format!("database:{}/{suffix}", d.name),
+                ));
+            }
+        }
+        for s in &self.mcp_servers {
+            for t in &s.tools {
+                out.push((
+                    legacy_name(&s.name, &t.name),
+                    Address::Mcp(s.name.clone(), t.name.clone()).to_string(),
+                ));
+            }
+        }
+        for b in &self.builtins {
+            out.push((b.name.clone(), format!("builtin:{}", b.name)));
+        }
+        out
+    }
+
+    /// The one place that decides legacy tool-name clashes: each name that two
+    /// addresses would share, or that is a meta-tool's name (`reserved`), as a message.
+    /// Scenario validation reports them; the legacy strategies can then rely on names
+    /// being unique.
+    pub fn tool_name_clashes(&self, reserved: &[&str]) -> Vec<String> {
+        let mut names: std::collections::HashMap<String, String> = Default::default();
+        let mut out = Vec::new();
+        for (tool, addr) in self.exposed_tool_names() {
+            if reserved.contains(&tool.as_str()) {
+                out.push(format!(
+                    "`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"
+                ));
+            } else if let Some(prev) = names.insert(tool.clone(), addr.clone()) {
+                out.push(format!(
+                    "`{addr}` and `{prev}` both become the legacy tool name `{tool}`; rename one"
+                ));
+            }
+        }
+        out
     }
 }
 

@@ -39,6 +39,22 @@ const STEP_BUDGET: u64 = 50_000_000;
 /// Wall-clock budget of one query, whatever its step count.
 const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// A database that cannot be set up (before anything runs).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DbError {
+    #[error("{db}: cannot open SQLite: {message}")]
+    Open { db: String, message: String },
+    #[error("{db}: the seed SQL fails: {message}")]
+    Seed { db: String, message: String },
+    #[error("{db}: cannot make the database read-only and guarded: {message}")]
+    Guard { db: String, message: String },
+}
+
+/// Why a query gave no rows; its text is what the model is told.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueryError(pub String);
+
 /// The seeded databases of one catalog.
 pub struct Databases {
     pools: BTreeMap<String, Pool>,
@@ -53,7 +69,7 @@ struct Pool {
 
 impl Pool {
     /// Runs `f` on an idle connection, seeding a new one when none is idle.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Result<T, String> {
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Result<T, DbError> {
         let taken = self.idle.lock().expect("pool lock").pop();
         let mut conn = match taken {
             Some(c) => c,
@@ -66,18 +82,27 @@ impl Pool {
 }
 
 /// A new in-memory database: the seed SQL run, then made read-only and guarded.
-fn open_seeded(name: &str, seed: &str) -> Result<Connection, String> {
+fn open_seeded(name: &str, seed: &str) -> Result<Connection, DbError> {
+    let db = || name.to_string();
     let mut conn = Connection::open_with_flags(
         ":memory:",
         OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| format!("{name}: cannot open SQLite: {e}"))?;
-    conn.execute_batch(seed)
-        .map_err(|e| format!("{name}: the seed SQL fails: {e}"))?;
+    .map_err(|e| DbError::Open {
+        db: db(),
+        message: e.to_string(),
+    })?;
+    conn.execute_batch(seed).map_err(|e| DbError::Seed {
+        db: db(),
+        message: e.to_string(),
+    })?;
     conn.pragma_update(None, "query_only", true)
-        .map_err(|e| format!("{name}: cannot make the database read-only: {e}"))?;
+        .map_err(|e| DbError::Guard {
+            db: db(),
+            message: e.to_string(),
+        })?;
     // SQLite calls ATTACH read-only; a model's SQL must not reach other files,
     // nor change a setting such as `query_only`.
     conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
@@ -90,7 +115,10 @@ fn open_seeded(name: &str, seed: &str) -> Result<Connection, String> {
         }
         _ => Authorization::Allow,
     }))
-    .map_err(|e| format!("{name}: cannot install the SQL guard: {e}"))?;
+    .map_err(|e| DbError::Guard {
+        db: db(),
+        message: e.to_string(),
+    })?;
     Ok(conn)
 }
 
@@ -105,7 +133,7 @@ pub struct QueryResult {
 impl Databases {
     /// Creates one in-memory SQLite per database, runs its seed SQL, and makes it
     /// read-only. A database without seed SQL gets its declared tables, empty.
-    pub fn build(cat: &Catalog) -> Result<Databases, String> {
+    pub fn build(cat: &Catalog) -> Result<Databases, DbError> {
         let mut pools = BTreeMap::new();
         for db in &cat.databases {
             let seed = match &db.seed_sql {
@@ -147,7 +175,10 @@ impl Databases {
                 continue;
             };
             let mut problems = Vec::new();
-            let actual = match pool.with(|c| tables_of(c).map_err(|e| e.to_string())) {
+            let actual = match pool
+                .with(|c| tables_of(c).map_err(|e| e.to_string()))
+                .map_err(|e| e.to_string())
+            {
                 Ok(Ok(t)) => t,
                 Ok(Err(e)) | Err(e) => {
                     out.push((db.name.clone(), vec![e]));
@@ -191,19 +222,24 @@ impl Databases {
 
     /// Runs one read-only query. Writes, multiple statements and runaway queries are
     /// refused with a message for the model.
-    pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, String> {
+    pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, QueryError> {
         self.query_limited(db, sql, ROW_LIMIT)
     }
 
     /// [`Databases::query`] with another row limit (the SQL judge reads whole results).
-    pub fn query_limited(&self, db: &str, sql: &str, limit: usize) -> Result<QueryResult, String> {
+    pub fn query_limited(
+        &self,
+        db: &str,
+        sql: &str,
+        limit: usize,
+    ) -> Result<QueryResult, QueryError> {
         let pool = self
             .pools
             .get(db)
-            .ok_or_else(|| format!("unknown database `{db}`"))?;
+            .ok_or_else(|| QueryError(format!("unknown database `{db}`")))?;
         let sql = sql.trim().trim_end_matches(';').trim();
         if sql.is_empty() {
-            return Err("empty SQL".into());
+            return Err(QueryError("empty SQL".into()));
         }
         pool.with(|conn| {
             let started = std::time::Instant::now();
@@ -219,7 +255,9 @@ impl Databases {
             let result = run(conn, sql, limit);
             let _ = conn.progress_handler(0, None::<fn() -> bool>);
             result
-        })?
+        })
+        .map_err(|e| QueryError(e.to_string()))?
+        .map_err(QueryError)
     }
 }
 
@@ -271,15 +309,41 @@ fn tables_of(conn: &Connection) -> rusqlite::Result<BTreeMap<String, Vec<String>
     Ok(out)
 }
 
-/// The fixture answer of an executed call: the catalog's `response`, or a small default.
-pub fn fixture_response(cat: &Catalog, address: &Address) -> Value {
-    let given = match cat.lookup(address) {
+/// The fixture answer of an executed call: the first `responses` entry for the
+/// address whose `when` the arguments match, else one without `when`, else the tool's
+/// own `response`, else a small default.
+pub fn fixture_response(cat: &Catalog, address: &Address, args: &Value) -> Value {
+    if let Some(r) = fixture_entry(cat, address, args) {
+        return r.clone();
+    }
+    own_response(cat, address).unwrap_or_else(|| json!({"status": "ok"}))
+}
+
+/// Whether calls to `address` have any fixture answer besides the default.
+pub fn has_fixture(cat: &Catalog, address: &Address) -> bool {
+    cat.responses.iter().any(|r| &r.address == address) || own_response(cat, address).is_some()
+}
+
+fn fixture_entry<'c>(cat: &'c Catalog, address: &Address, args: &Value) -> Option<&'c Value> {
+    let schema = cat.schema_of(address).unwrap_or(Value::Null);
+    let mut fallback = None;
+    for r in cat.responses.iter().filter(|r| &r.address == address) {
+        if r.when.is_empty() {
+            fallback.get_or_insert(&r.response);
+        } else if crate::args::pinned_values_ok(&schema, &r.when, &BTreeMap::new(), args) {
+            return Some(&r.response);
+        }
+    }
+    fallback
+}
+
+fn own_response(cat: &Catalog, address: &Address) -> Option<Value> {
+    match cat.lookup(address) {
         Some(Target::Action(_, a)) => a.response.clone(),
         Some(Target::McpTool(_, t)) => t.response.clone(),
         Some(Target::Builtin(b)) => b.response.clone(),
         _ => None,
-    };
-    given.unwrap_or_else(|| json!({"status": "ok"}))
+    }
 }
 
 /// Compares two results as row multisets, or as sequences when `ordered`.
@@ -302,7 +366,7 @@ pub fn same_rows(a: &QueryResult, b: &QueryResult, ordered: bool) -> bool {
     x == y
 }
 
-fn normalize_cell(v: &Value) -> String {
+pub(crate) fn normalize_cell(v: &Value) -> String {
     match v {
         // 3 and 3.0 are the same answer.
         Value::Number(n) => match n.as_f64() {
@@ -347,7 +411,7 @@ mod tests {
         assert_eq!(r.rows.len(), ROW_LIMIT);
         assert!(r.truncated);
         let e = dbs.query("hr", "DELETE FROM people").unwrap_err();
-        assert!(e.contains("read-only"), "{e}");
+        assert!(e.0.contains("read-only"), "{e}");
         assert_eq!(
             dbs.query("hr", "SELECT count(*) FROM people").unwrap().rows[0][0],
             json!(80)
@@ -363,7 +427,7 @@ mod tests {
         let e = dbs
             .query("hr", &format!("ATTACH DATABASE '{}' AS x", file.display()))
             .unwrap_err();
-        assert!(e.contains("not authorized"), "{e}");
+        assert!(e.0.contains("not authorized"), "{e}");
         assert!(!file.exists(), "ATTACH must not create a file");
         assert!(dbs.query("hr", "PRAGMA query_only = 0").is_err());
         assert!(
@@ -393,7 +457,7 @@ mod tests {
                 "SELECT count(*) FROM people a, people b, people c, people d, people e",
             )
             .unwrap_err();
-        assert!(e.contains("interrupt"), "{e}");
+        assert!(e.0.contains("interrupt"), "{e}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! renders them.
 
 pub mod analysis;
+pub mod args;
 pub mod catalog;
 pub mod cli;
 pub mod environment;

@@ -14,9 +14,11 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::args::{standardize, value_eq, value_eq_as};
 use crate::catalog::{Address, Catalog};
-use crate::environment::{same_rows, Databases, JUDGE_ROW_LIMIT};
-use crate::scenario::{ExpectedCall, Order, Query};
+use crate::environment::{same_rows, Databases, QueryResult, JUDGE_ROW_LIMIT};
+use crate::scenario::expect::{Compare, Expect, ExpectedCall, Order, Step};
+use crate::scenario::Query;
 use crate::strategy::ProtocolError;
 
 /// What a call was: a real call, a discovery (protocol), or a refused one.
@@ -106,7 +108,69 @@ impl Protocol {
     }
 }
 
-/// Scores one episode.
+/// What every scoring rule reads of an episode.
+struct Facts<'a> {
+    executed: Vec<&'a CallRecord>,
+    /// Skills whose text was in context when the model first acted.
+    acting_skills: Vec<String>,
+    /// Selection events in order, each address once: `read_skill` fetches, executed
+    /// calls, and expected skills that were in context when the model acted.
+    predicted: Vec<Address>,
+    /// Expected skills the model read only after it had acted: predictions, not hits.
+    late: BTreeSet<Address>,
+}
+
+impl<'a> Facts<'a> {
+    fn new(expect: &Expect, calls: &'a [CallRecord], final_skills: &[String]) -> Facts<'a> {
+        let executed: Vec<&CallRecord> = calls
+            .iter()
+            .filter(|c| c.effect == CallEffect::Executed)
+            .collect();
+        let acting_skills: Vec<String> = executed
+            .first()
+            .map(|c| c.skills_in_context.clone())
+            .unwrap_or_else(|| final_skills.to_vec());
+        let mut predicted: Vec<Address> = Vec::new();
+        let mut push = |a: &Address| {
+            if !predicted.contains(a) {
+                predicted.push(a.clone());
+            }
+        };
+        for c in calls {
+            if c.effect == CallEffect::Executed {
+                push(c.address.as_ref().expect("executed calls carry an address"));
+            } else if c.effect == CallEffect::Fetched && c.tool == "read_skill" {
+                for a in &c.fetched {
+                    push(a);
+                }
+            }
+        }
+        for e in expect.all_alternatives() {
+            if let Address::Skill(n) = &e.address {
+                if acting_skills.contains(n) {
+                    push(&e.address);
+                }
+            }
+        }
+        let late = expect
+            .all_alternatives()
+            .map(|e| &e.address)
+            .filter(|a| matches!(a, Address::Skill(n) if !acting_skills.contains(n)))
+            .filter(|a| predicted.contains(a))
+            .cloned()
+            .collect();
+        Facts {
+            executed,
+            acting_skills,
+            predicted,
+            late,
+        }
+    }
+}
+
+/// Scores one episode. A classic expectation (no v2 keys) is scored as sets of
+/// addresses, exactly as before steps existed; otherwise step by step
+/// ([`stepwise`]).
 pub fn score(
     query: &Query,
     calls: &[CallRecord],
@@ -115,74 +179,54 @@ pub fn score(
     dbs: &Databases,
 ) -> Score {
     let expect = &query.expect;
-    let executed: Vec<&CallRecord> = calls
-        .iter()
-        .filter(|c| c.effect == CallEffect::Executed)
-        .collect();
-    // Skills in context when the model first acted.
-    let acting_skills: Vec<String> = executed
-        .first()
-        .map(|c| c.skills_in_context.clone())
-        .unwrap_or_else(|| final_skills.to_vec());
-
-    let mut predicted: Vec<Address> = Vec::new();
-    let mut push = |a: &Address| {
-        if !predicted.contains(a) {
-            predicted.push(a.clone());
-        }
-    };
-    // Selection events in order: read_skill fetches and executed calls.
-    for c in calls {
-        if c.effect == CallEffect::Executed {
-            push(c.address.as_ref().expect("executed calls carry an address"));
-        } else if c.effect == CallEffect::Fetched && c.tool == "read_skill" {
-            for a in &c.fetched {
-                push(a);
-            }
-        }
+    let facts = Facts::new(expect, calls, final_skills);
+    if expect.is_classic() {
+        classic(expect, &facts, catalog, dbs)
+    } else {
+        stepwise(expect, &facts, catalog, dbs)
     }
-    for e in &expect.calls {
-        if let Address::Skill(n) = &e.address {
-            if acting_skills.contains(n) {
-                push(&e.address);
-            }
-        }
-    }
+}
 
-    let expected: BTreeSet<&Address> = expect.calls.iter().map(|c| &c.address).collect();
+/// `F1` from precision and recall; 0 when nothing expected was hit, unless nothing
+/// was expected and nothing predicted.
+fn f1(precision: f64, recall: f64, hits: usize, nothing_either_way: bool) -> f64 {
+    if precision + recall == 0.0 || hits == 0 && !nothing_either_way {
+        0.0
+    } else {
+        2.0 * precision * recall / (precision + recall)
+    }
+}
+
+/// Classic scoring: expected and predicted addresses as sets.
+fn classic(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databases) -> Score {
+    let calls: Vec<&ExpectedCall> = expect.calls.iter().map(|s| s.canonical()).collect();
+    let predicted = &facts.predicted;
+    let expected: BTreeSet<&Address> = calls.iter().map(|c| &c.address).collect();
     let pred: BTreeSet<&Address> = predicted.iter().collect();
-    // An expected skill the model read only after it had acted is a prediction (it
-    // chose to read it) but not a hit: its text was not there when it mattered.
-    let late: BTreeSet<&Address> = expected
-        .iter()
-        .copied()
-        .filter(|a| matches!(a, Address::Skill(n) if !acting_skills.contains(n)))
-        .filter(|a| pred.contains(a))
-        .collect();
+    let late: BTreeSet<&Address> = facts.late.iter().collect();
     let hits = pred
         .intersection(&expected)
         .filter(|a| !late.contains(*a))
-        .count() as f64;
+        .count();
     let precision = if pred.is_empty() {
         1.0
     } else {
-        hits / pred.len() as f64
+        hits as f64 / pred.len() as f64
     };
     let recall = if expected.is_empty() {
         1.0
     } else {
-        hits / expected.len() as f64
+        hits as f64 / expected.len() as f64
     };
-    let f1 =
-        if precision + recall == 0.0 || hits == 0.0 && !(pred.is_empty() && expected.is_empty()) {
-            0.0
-        } else {
-            2.0 * precision * recall / (precision + recall)
-        };
+    let f1 = f1(
+        precision,
+        recall,
+        hits,
+        pred.is_empty() && expected.is_empty(),
+    );
     let mut exact = pred == expected && late.is_empty();
     if exact && expect.order == Order::Sequence {
-        let want: Vec<&Address> = expect
-            .calls
+        let want: Vec<&Address> = calls
             .iter()
             .map(|c| &c.address)
             .filter(|a| !matches!(a, Address::Skill(_)))
@@ -193,22 +237,18 @@ pub fn score(
             .collect();
         exact = want == got;
     }
-    let first_event = predicted.first();
-    let first_call_correct = match first_event {
+    let first_call_correct = match predicted.first() {
         None => expected.is_empty(),
         Some(a) => expected.contains(a) && !late.contains(a),
     };
-    let abstain_ok = expected.is_empty().then_some(pred.is_empty());
-    let forbidden_hit = predicted.iter().any(|a| expect.forbid.contains(a));
-
-    let non_skill: Vec<&ExpectedCall> = expect
-        .calls
+    let non_skill: Vec<&&ExpectedCall> = calls
         .iter()
         .filter(|c| !matches!(c.address, Address::Skill(_)))
         .collect();
     let args_ok = (!non_skill.is_empty()).then(|| {
         non_skill.iter().all(|e| {
-            executed
+            facts
+                .executed
                 .iter()
                 .filter(|c| c.address.as_ref() == Some(&e.address))
                 .any(|c| {
@@ -217,20 +257,348 @@ pub fn score(
                 })
         })
     });
-    let schema_valid =
-        (!executed.is_empty()).then(|| executed.iter().all(|c| c.schema_errors.is_empty()));
     Score {
         exact,
         precision,
         recall,
         f1,
         first_call_correct,
-        abstain_ok,
-        forbidden_hit,
+        abstain_ok: expected.is_empty().then_some(pred.is_empty()),
+        forbidden_hit: predicted.iter().any(|a| expect.forbid.contains(a)),
         args_ok,
-        schema_valid,
-        predicted,
+        schema_valid: schema_valid(facts),
+        predicted: predicted.clone(),
     }
+}
+
+fn schema_valid(facts: &Facts) -> Option<bool> {
+    (!facts.executed.is_empty()).then(|| facts.executed.iter().all(|c| c.schema_errors.is_empty()))
+}
+
+/// Upper bound on the states the exact-match search visits (steps and calls are few;
+/// this only guards against a pathological expectation).
+const SEARCH_BUDGET: usize = 200_000;
+
+/// Step-by-step scoring (v2 expectations).
+///
+/// Each step is expanded into `count` instances. A non-skill instance is matched to a
+/// distinct executed call whose address one of its alternatives names; a skill step
+/// is met when one of its skills was in context when the model first acted.
+/// - recall: matched instances (a maximum matching) over all instances;
+/// - precision, over distinct predicted addresses: those of matched calls and met
+///   skills are hits; addresses that only an allowed call or an unneeded alternative
+///   explains are neutral (neither hit nor miss); the rest — and skills read too late —
+///   are misses;
+/// - exact: every instance matched in one assignment that honours `order: sequence`
+///   (instances in listed order) and every `before` pair, with no miss;
+/// - first call: the first predicted address is a hit or neutral;
+/// - args: one assignment covers every non-skill instance with arguments its
+///   alternative accepts (BFCL checks; SQL by execution).
+fn stepwise(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databases) -> Score {
+    // Instances: (step index) in listed order.
+    let insts: Vec<usize> = expect
+        .calls
+        .iter()
+        .enumerate()
+        .flat_map(|(i, s)| std::iter::repeat_n(i, s.count))
+        .collect();
+    let occ: Vec<(&Address, Value)> = facts
+        .executed
+        .iter()
+        .map(|c| {
+            (
+                c.address.as_ref().expect("executed calls carry an address"),
+                c.args.clone().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let skill_met = |step: &Step| {
+        step.alternatives.iter().any(|c| match &c.address {
+            Address::Skill(n) => facts.acting_skills.contains(n),
+            _ => false,
+        })
+    };
+    // Candidate calls of each instance, by address, and by address with good arguments.
+    let cand: Vec<Vec<usize>> = insts
+        .iter()
+        .map(|&i| {
+            let step = &expect.calls[i];
+            if step.is_skill() {
+                return Vec::new();
+            }
+            (0..occ.len()).filter(|&j| step.admits(occ[j].0)).collect()
+        })
+        .collect();
+    let args_cand: Vec<Vec<usize>> = insts
+        .iter()
+        .zip(&cand)
+        .map(|(&i, c)| {
+            c.iter()
+                .copied()
+                .filter(|&j| {
+                    expect.calls[i]
+                        .alternatives
+                        .iter()
+                        .filter(|a| &a.address == occ[j].0)
+                        .any(|a| call_matches(a, &occ[j].1, catalog, dbs))
+                })
+                .collect()
+        })
+        .collect();
+    let non_skill: Vec<usize> = (0..insts.len())
+        .filter(|&k| !expect.calls[insts[k]].is_skill())
+        .collect();
+    let matching = max_matching(&non_skill, &cand, occ.len());
+    let skill_insts_met = (0..insts.len())
+        .filter(|&k| expect.calls[insts[k]].is_skill() && skill_met(&expect.calls[insts[k]]))
+        .count();
+    let matched = matching.iter().flatten().count() + skill_insts_met;
+
+    // Addresses: hits, neutral, misses.
+    let mut hits: BTreeSet<&Address> = matching.iter().flatten().map(|&j| occ[j].0).collect();
+    for s in expect.calls.iter().filter(|s| s.is_skill()) {
+        for c in &s.alternatives {
+            if let Address::Skill(n) = &c.address {
+                if facts.acting_skills.contains(n) && facts.predicted.contains(&c.address) {
+                    hits.insert(&c.address);
+                }
+            }
+        }
+    }
+    let allowed = |a: &Address| {
+        expect.allow.iter().any(|al| {
+            &al.address == a
+                && (al.args.is_empty()
+                    || occ.iter().filter(|(x, _)| *x == a).any(|(_, args)| {
+                        let schema = catalog.schema_of(a).unwrap_or(Value::Null);
+                        bfcl_args_ok(&schema, &al.args, args)
+                    }))
+        })
+    };
+    let neutral = |a: &Address| {
+        !facts.late.contains(a) && (allowed(a) || expect.calls.iter().any(|s| s.admits(a)))
+    };
+    let misses: Vec<&Address> = facts
+        .predicted
+        .iter()
+        .filter(|a| !hits.contains(a) && !neutral(a))
+        .collect();
+    let (h, m) = (hits.len(), misses.len());
+    let precision = if h + m == 0 {
+        1.0
+    } else {
+        h as f64 / (h + m) as f64
+    };
+    let recall = if insts.is_empty() {
+        1.0
+    } else {
+        matched as f64 / insts.len() as f64
+    };
+    let f1 = f1(precision, recall, matched, h + m == 0 && insts.is_empty());
+
+    let exact = misses.is_empty()
+        && skill_insts_met == insts.len() - non_skill.len()
+        && ordered_assignment(expect, &insts, &cand, facts);
+    let first_call_correct = match facts.predicted.first() {
+        None => insts.is_empty(),
+        Some(a) => hits.contains(a) || neutral(a),
+    };
+    let args_ok = (!non_skill.is_empty()).then(|| {
+        max_matching(&non_skill, &args_cand, occ.len())
+            .iter()
+            .flatten()
+            .count()
+            == non_skill.len()
+    });
+    Score {
+        exact,
+        precision,
+        recall,
+        f1,
+        first_call_correct,
+        abstain_ok: insts.is_empty().then_some(misses.is_empty()),
+        forbidden_hit: facts.predicted.iter().any(|a| expect.forbid.contains(a)),
+        args_ok,
+        schema_valid: schema_valid(facts),
+        predicted: facts.predicted.clone(),
+    }
+}
+
+/// A maximum matching of the instances in `who` to distinct calls (Kuhn's augmenting
+/// paths; instances tried in listed order, calls in call order, so the result is
+/// deterministic). Returns, per entry of `who`, its call.
+fn max_matching(who: &[usize], cand: &[Vec<usize>], calls: usize) -> Vec<Option<usize>> {
+    fn augment(
+        k: usize,
+        who: &[usize],
+        cand: &[Vec<usize>],
+        owner: &mut [Option<usize>],
+        seen: &mut [bool],
+    ) -> bool {
+        for &j in &cand[who[k]] {
+            if seen[j] {
+                continue;
+            }
+            seen[j] = true;
+            if owner[j].is_none_or(|o| augment(o, who, cand, owner, seen)) {
+                owner[j] = Some(k);
+                return true;
+            }
+        }
+        false
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; calls];
+    for k in 0..who.len() {
+        let mut seen = vec![false; calls];
+        augment(k, who, cand, &mut owner, &mut seen);
+    }
+    let mut out = vec![None; who.len()];
+    for (j, o) in owner.iter().enumerate() {
+        if let Some(k) = o {
+            out[*k] = Some(j);
+        }
+    }
+    out
+}
+
+/// Whether every non-skill instance can take a distinct call so that the order rules
+/// hold: with `order: sequence`, instances in listed order take calls in call order;
+/// with `before: [a, b]`, every call of step `a` comes before every call of step `b`
+/// (a skill step's "call" is the `read_skill` that loaded it, or the start when it was
+/// in context from the first turn).
+fn ordered_assignment(
+    expect: &Expect,
+    insts: &[usize],
+    cand: &[Vec<usize>],
+    facts: &Facts,
+) -> bool {
+    let sequence = expect.order == Order::Sequence;
+    let pairs: Vec<(usize, usize)> = expect
+        .before
+        .iter()
+        .filter_map(|(a, b)| {
+            let find = |id: &str| {
+                expect
+                    .calls
+                    .iter()
+                    .position(|s| s.id.as_deref() == Some(id))
+            };
+            Some((find(a)?, find(b)?))
+        })
+        .collect();
+    // Positions of skill steps: 0 when in context from the start, else 1 + the index of
+    // the first executed call made after the read (a skill read before any call sits
+    // before all of them).
+    let skill_pos = |step: &Step| -> Option<usize> {
+        step.is_skill().then(|| {
+            facts
+                .executed
+                .iter()
+                .position(|c| {
+                    step.alternatives.iter().any(|a| match &a.address {
+                        Address::Skill(n) => c.skills_in_context.contains(n),
+                        _ => false,
+                    })
+                })
+                .unwrap_or(0)
+        })
+    };
+    let mut pos: Vec<Option<usize>> = vec![None; insts.len()];
+    let mut used = vec![false; facts.executed.len()];
+    let mut budget = SEARCH_BUDGET;
+    #[allow(clippy::too_many_arguments)]
+    fn go(
+        k: usize,
+        expect: &Expect,
+        insts: &[usize],
+        cand: &[Vec<usize>],
+        sequence: bool,
+        pairs: &[(usize, usize)],
+        skill_pos: &dyn Fn(&Step) -> Option<usize>,
+        pos: &mut Vec<Option<usize>>,
+        used: &mut Vec<bool>,
+        budget: &mut usize,
+    ) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        if k == insts.len() {
+            // `before`: every position of step a below every position of step b.
+            return pairs.iter().all(|&(a, b)| {
+                let of = |s: usize| -> Vec<usize> {
+                    (0..insts.len())
+                        .filter(|&i| insts[i] == s)
+                        .filter_map(|i| pos[i])
+                        .collect()
+                };
+                let (pa, pb) = (of(a), of(b));
+                pa.iter().all(|x| pb.iter().all(|y| x < y))
+            });
+        }
+        let step = &expect.calls[insts[k]];
+        if let Some(p) = skill_pos(step) {
+            // Skill positions sit between calls: scale so they compare with calls.
+            pos[k] = Some(2 * p);
+            return go(
+                k + 1,
+                expect,
+                insts,
+                cand,
+                sequence,
+                pairs,
+                skill_pos,
+                pos,
+                used,
+                budget,
+            );
+        }
+        let last = if sequence {
+            (0..k)
+                .filter(|&i| !expect.calls[insts[i]].is_skill())
+                .filter_map(|i| pos[i])
+                .max()
+        } else {
+            None
+        };
+        for &j in &cand[k] {
+            let p = 2 * j + 1;
+            if used[j] || last.is_some_and(|l| p <= l) {
+                continue;
+            }
+            used[j] = true;
+            pos[k] = Some(p);
+            if go(
+                k + 1,
+                expect,
+                insts,
+                cand,
+                sequence,
+                pairs,
+                skill_pos,
+                pos,
+                used,
+                budget,
+            ) {
+                return true;
+            }
+            used[j] = false;
+            pos[k] = None;
+        }
+        false
+    }
+    go(
+        0,
+        expect,
+        insts,
+        cand,
+        sequence,
+        &pairs,
+        &skill_pos,
+        &mut pos,
+        &mut used,
+        &mut budget,
+    )
 }
 
 /// Whether executed arguments satisfy an expected call.
@@ -243,19 +611,113 @@ pub fn call_matches(e: &ExpectedCall, args: &Value, catalog: &Catalog, dbs: &Dat
         let (Ok(want), Ok(got)) = (judge(sql), judge(got)) else {
             return false;
         };
-        return same_rows(&want, &got, sql.to_lowercase().contains("order by"));
+        let got = if e.extra_columns {
+            match project_onto(&want, &got) {
+                Some(g) => g,
+                None => return false,
+            }
+        } else {
+            got
+        };
+        return same_rows(&want, &got, e.ordered);
     }
     let schema = catalog.schema_of(&e.address).unwrap_or(Value::Null);
-    bfcl_args_ok(&schema, &e.args, args)
+    bfcl_args_ok_with(&schema, &e.args, &e.compare, args)
+}
+
+/// `got` cut down to columns that stand for `want`'s, when the model selected more
+/// columns than the reference: each reference column is matched to a distinct column
+/// of `got` holding the same values (as a multiset; by name first when names agree).
+/// `None` when no such choice of columns exists.
+pub fn project_onto(want: &QueryResult, got: &QueryResult) -> Option<QueryResult> {
+    let wn = want.columns.len();
+    let gn = got.columns.len();
+    if gn < wn || got.rows.len() != want.rows.len() {
+        return None;
+    }
+    let column = |r: &QueryResult, c: usize| -> Vec<String> {
+        let mut v: Vec<String> = r.rows.iter().map(|row| cell_key(&row[c])).collect();
+        v.sort();
+        v
+    };
+    let wcols: Vec<Vec<String>> = (0..wn).map(|c| column(want, c)).collect();
+    let gcols: Vec<Vec<String>> = (0..gn).map(|c| column(got, c)).collect();
+    // Candidates per reference column: same values; a same-named column first.
+    let cand: Vec<Vec<usize>> = (0..wn)
+        .map(|w| {
+            let mut c: Vec<usize> = (0..gn).filter(|&g| gcols[g] == wcols[w]).collect();
+            c.sort_by_key(|&g| !got.columns[g].eq_ignore_ascii_case(&want.columns[w]));
+            c
+        })
+        .collect();
+    fn pick(
+        w: usize,
+        cand: &[Vec<usize>],
+        used: &mut Vec<bool>,
+        out: &mut Vec<usize>,
+        want: &QueryResult,
+        got: &QueryResult,
+    ) -> bool {
+        if w == cand.len() {
+            let projected = project(got, out);
+            return same_rows(want, &projected, false);
+        }
+        for &g in &cand[w] {
+            if used[g] {
+                continue;
+            }
+            used[g] = true;
+            out.push(g);
+            if pick(w + 1, cand, used, out, want, got) {
+                return true;
+            }
+            out.pop();
+            used[g] = false;
+        }
+        false
+    }
+    fn project(got: &QueryResult, cols: &[usize]) -> QueryResult {
+        QueryResult {
+            columns: cols.iter().map(|&c| got.columns[c].clone()).collect(),
+            rows: got
+                .rows
+                .iter()
+                .map(|r| cols.iter().map(|&c| r[c].clone()).collect())
+                .collect(),
+            truncated: got.truncated,
+        }
+    }
+    let mut out = Vec::new();
+    let mut used = vec![false; gn];
+    if pick(0, &cand, &mut used, &mut out, want, got) {
+        Some(project(got, &out))
+    } else {
+        None
+    }
+}
+
+fn cell_key(v: &Value) -> String {
+    crate::environment::normalize_cell(v)
+}
+
+/// BFCL's AST checks on one call's arguments, with the default comparison per
+/// parameter ([`crate::args::default_compare`]).
+pub fn bfcl_args_ok(
+    schema: &Value,
+    accepted: &std::collections::BTreeMap<String, Vec<Value>>,
+    args: &Value,
+) -> bool {
+    bfcl_args_ok_with(schema, accepted, &Default::default(), args)
 }
 
 /// BFCL's AST checks on one call's arguments: every required parameter present, no
 /// unknown parameter, each value of its declared type, and each pinned parameter's
-/// value in its accepted list (strings compared case- and punctuation-insensitively;
-/// `""` in a list means the parameter may be left out).
-pub fn bfcl_args_ok(
+/// value in its accepted list (strings compared per [`crate::args::default_compare`] unless
+/// `compare` says otherwise; `""` in a list means the parameter may be left out).
+pub fn bfcl_args_ok_with(
     schema: &Value,
     accepted: &std::collections::BTreeMap<String, Vec<Value>>,
+    compare: &std::collections::BTreeMap<String, Compare>,
     args: &Value,
 ) -> bool {
     let Some(obj) = args.as_object() else {
@@ -279,21 +741,7 @@ pub fn bfcl_args_ok(
             return false;
         }
     }
-    for (k, vals) in accepted {
-        match obj.get(k) {
-            None => {
-                if !vals.iter().any(|v| v == &Value::String(String::new())) {
-                    return false;
-                }
-            }
-            Some(v) => {
-                if !vals.iter().any(|a| value_eq(a, v)) {
-                    return false;
-                }
-            }
-        }
-    }
-    true
+    crate::args::pinned_values_ok(schema, accepted, compare, args)
 }
 
 fn type_ok(schema: &Value, v: &Value) -> bool {
@@ -314,33 +762,6 @@ fn type_ok(schema: &Value, v: &Value) -> bool {
         "null" => v.is_null(),
         _ => true,
     })
-}
-
-/// BFCL's value comparison: strings standardized, numbers by value, lists and objects
-/// element by element.
-pub fn value_eq(expected: &Value, got: &Value) -> bool {
-    match (expected, got) {
-        (Value::String(a), Value::String(b)) => standardize(a) == standardize(b),
-        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| value_eq(x, y))
-        }
-        (Value::Object(a), Value::Object(b)) => {
-            a.len() == b.len()
-                && a.iter()
-                    .all(|(k, x)| b.get(k).is_some_and(|y| value_eq(x, y)))
-        }
-        (a, b) => a == b,
-    }
-}
-
-/// BFCL's `standardize_string`: drop spaces and `,./-_*^`, lower-case, `'` → `"`.
-pub fn standardize(s: &str) -> String {
-    s.chars()
-        .filter(|c| !matches!(c, ' ' | ',' | '.' | '/' | '-' | '_' | '*' | '^'))
-        .collect::<String>()
-        .to_lowercase()
-        .replace('\'', "\"")
 }
 
 /// Counts the protocol events of an episode.
@@ -507,6 +928,227 @@ mod tests {
         assert!(
             bfcl_args_ok(&schema, &opt, &json!({"id": "x"})),
             "optional may be omitted"
+        );
+    }
+
+    /// The tiny scenario's catalog with these queries (YAML list items).
+    fn with_queries(queries: &str) -> (tempfile::TempDir, crate::scenario::Scenario) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("snapshot")).unwrap();
+        std::fs::create_dir_all(dir.path().join("invalid-support")).unwrap();
+        // Three rows, so that order can matter.
+        std::fs::write(
+            dir.path().join("invalid-support/people.sql"),
+            "CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT);\n\
+             INSERT INTO people VALUES (1, 'Ada'), (2, 'Grace'), (3, 'Alan');\n",
+        )
+        .unwrap();
+        let tiny = std::fs::read_to_string("fixtures/snapshot/tiny.yaml").unwrap();
+        let head = &tiny[..tiny.find("queries:").unwrap()];
+        let path = dir.path().join("snapshot/t.yaml");
+        std::fs::write(&path, format!("{head}queries:\n{queries}")).unwrap();
+        let sc = crate::scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+        (dir, sc)
+    }
+
+    fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
+        CallRecord {
+            turn,
+            tool: "t".into(),
+            arguments: args.to_string(),
+            effect: CallEffect::Executed,
+            address: Some(address.clone()),
+            fetched: Vec::new(),
+            error: None,
+            schema_errors: Vec::new(),
+            blind: false,
+            args: Some(args),
+            skills_in_context: Vec::new(),
+        }
+    }
+
+    fn score_of(sc: &crate::scenario::Scenario, q: usize, calls: &[CallRecord]) -> Score {
+        let dbs = Databases::build(&sc.catalog).unwrap();
+        score(&sc.queries[q], calls, &[], &sc.catalog, &dbs)
+    }
+
+    fn order() -> Address {
+        Address::Connector("erp".into(), "get_order".into())
+    }
+    fn calc() -> Address {
+        Address::Builtin("calculator".into())
+    }
+    fn issue() -> Address {
+        Address::Mcp("github".into(), "create_issue".into())
+    }
+
+    #[test]
+    fn allowed_calls_never_make_a_result_inexact() {
+        let (_d, sc) = with_queries(
+            r#"
+  - id: q
+    text: Open the crash issue.
+    expect:
+      calls: [{address: mcp:github/create_issue, args: {repo: [acme/app]}}]
+      allow: [connector:erp/get_order]
+"#,
+        );
+        let a = json!({"repo": "acme/app", "title": "x"});
+        let s = score_of(
+            &sc,
+            0,
+            &[
+                exec(1, &order(), json!({"order_id": "1"})),
+                exec(2, &issue(), a.clone()),
+            ],
+        );
+        assert!(
+            s.exact && s.first_call_correct && s.args_ok == Some(true),
+            "{s:?}"
+        );
+        assert_eq!((s.precision, s.recall), (1.0, 1.0));
+        // Only the allowed call: not exact, recall 0, but no miss either.
+        let s = score_of(&sc, 0, &[exec(1, &order(), json!({"order_id": "1"}))]);
+        assert!(!s.exact);
+        assert_eq!((s.precision, s.recall, s.f1), (1.0, 0.0, 0.0));
+        // Something neither expected nor allowed is a miss.
+        let s = score_of(
+            &sc,
+            0,
+            &[
+                exec(1, &issue(), a),
+                exec(2, &calc(), json!({"expression": "1"})),
+            ],
+        );
+        assert!(!s.exact);
+        assert_eq!(s.precision, 0.5);
+    }
+
+    #[test]
+    fn any_of_accepts_each_alternative_with_its_own_arguments() {
+        let (_d, sc) = with_queries(
+            r#"
+  - id: q
+    text: Work it out.
+    expect:
+      calls:
+        - any_of:
+            - {address: builtin:calculator, args: {expression: ["2+2"]}}
+            - {address: mcp:github/create_issue, args: {title: ["four"]}}
+"#,
+        );
+        let s = score_of(&sc, 0, &[exec(1, &calc(), json!({"expression": "2+2"}))]);
+        assert!(s.exact && s.args_ok == Some(true));
+        let s = score_of(
+            &sc,
+            0,
+            &[exec(1, &issue(), json!({"repo": "a/b", "title": "four"}))],
+        );
+        assert!(s.exact && s.args_ok == Some(true));
+        // The other alternative's arguments do not carry over.
+        let s = score_of(
+            &sc,
+            0,
+            &[exec(1, &issue(), json!({"repo": "a/b", "title": "2+2"}))],
+        );
+        assert!(s.exact && s.args_ok == Some(false));
+    }
+
+    #[test]
+    fn repeated_steps_need_distinct_calls_and_before_orders_steps() {
+        let (_d, sc) = with_queries(
+            r#"
+  - id: twice
+    text: Look up two orders.
+    expect:
+      calls:
+        - {id: a, address: connector:erp/get_order, args: {order_id: ["1"]}}
+        - {id: b, address: connector:erp/get_order, args: {order_id: ["2"]}}
+  - id: ordered
+    text: Look up the order, then open an issue.
+    expect:
+      calls:
+        - {id: look, address: connector:erp/get_order}
+        - {id: open, address: mcp:github/create_issue}
+      before: [[look, open]]
+  - id: counted
+    text: Poll twice.
+    expect:
+      calls: [{address: connector:erp/get_order, count: 2}]
+"#,
+        );
+        let one = |id: &str| exec(1, &order(), json!({"order_id": id}));
+        let s = score_of(&sc, 0, &[one("1")]);
+        assert!(!s.exact);
+        assert_eq!(s.recall, 0.5);
+        assert_eq!(s.args_ok, Some(false));
+        let s = score_of(&sc, 0, &[one("2"), one("1")]);
+        assert!(s.exact && s.args_ok == Some(true));
+        let o = one("1");
+        let i = exec(2, &issue(), json!({"repo": "a/b", "title": "t"}));
+        assert!(score_of(&sc, 1, &[o.clone(), i.clone()]).exact);
+        assert!(
+            !score_of(&sc, 1, &[i, o]).exact,
+            "before: the lookup comes first"
+        );
+        assert!(!score_of(&sc, 2, &[one("1")]).exact);
+        assert!(score_of(&sc, 2, &[one("1"), one("1")]).exact);
+    }
+
+    #[test]
+    fn classic_expectations_score_as_before() {
+        // Listed twice without v2 keys: addresses as a set, one call satisfies both.
+        let (_d, sc) = with_queries(
+            r#"
+  - id: q
+    text: Two orders.
+    expect:
+      calls:
+        - {address: connector:erp/get_order, args: {order_id: ["1"]}}
+        - {address: connector:erp/get_order, args: {order_id: ["1"]}}
+"#,
+        );
+        assert!(sc.queries[0].expect.is_classic());
+        let s = score_of(&sc, 0, &[exec(1, &order(), json!({"order_id": "1"}))]);
+        assert!(s.exact && s.recall == 1.0);
+    }
+
+    #[test]
+    fn sql_is_ordered_and_narrow_only_when_the_expectation_says_so() {
+        let (_d, sc) = with_queries(
+            r#"
+  - id: plain
+    text: Names.
+    expect:
+      calls: [{address: database:hr/query, sql: SELECT name FROM people ORDER BY name}]
+  - id: ordered
+    text: Names, sorted.
+    expect:
+      calls: [{address: database:hr/query, sql: SELECT name FROM people ORDER BY name, ordered: true}]
+  - id: wide
+    text: Names.
+    expect:
+      calls: [{address: database:hr/query, sql: SELECT name FROM people, extra_columns: true}]
+"#,
+        );
+        let db = Address::Database("hr".into());
+        let q = |sql: &str| exec(1, &db, json!({"sql": sql}));
+        let desc = q("SELECT name FROM people ORDER BY name DESC");
+        assert_eq!(
+            score_of(&sc, 0, std::slice::from_ref(&desc)).args_ok,
+            Some(true),
+            "ORDER BY alone does not demand order"
+        );
+        assert_eq!(score_of(&sc, 1, &[desc]).args_ok, Some(false));
+        let wide = q("SELECT id, name FROM people");
+        assert_eq!(
+            score_of(&sc, 0, std::slice::from_ref(&wide)).args_ok,
+            Some(false)
+        );
+        assert_eq!(score_of(&sc, 2, &[wide]).args_ok, Some(true));
+        assert_eq!(
+            score_of(&sc, 2, &[q("SELECT id FROM people")]).args_ok,
+            Some(false)
         );
     }
 }

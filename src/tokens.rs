@@ -33,15 +33,18 @@ impl Encoding {
     }
 }
 
+/// A tokenizer name discbench does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown tokenizer `{0}`: use o200k_base or cl100k_base")]
+pub struct UnknownTokenizer(pub String);
+
 impl FromStr for Encoding {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownTokenizer;
+    fn from_str(s: &str) -> Result<Self, UnknownTokenizer> {
         match s {
             "o200k_base" | "o200k" => Ok(Encoding::O200kBase),
             "cl100k_base" | "cl100k" => Ok(Encoding::Cl100kBase),
-            other => Err(format!(
-                "unknown tokenizer `{other}`: use o200k_base or cl100k_base"
-            )),
+            other => Err(UnknownTokenizer(other.to_string())),
         }
     }
 }

@@ -38,7 +38,7 @@ pub fn resolve_modes(
         .collect();
     let mut modes = Vec::new();
     if specs.is_empty() {
-        match Mode::from_env(get_env).map_err(Failure::Usage)? {
+        match Mode::from_env(get_env).map_err(|e| Failure::Usage(e.to_string()))? {
             Some(m) => modes.push(m),
             None => modes.extend(PRESETS.iter().map(|p| Mode::preset(p).expect("preset"))),
         }

@@ -168,6 +168,10 @@ pub struct TokensArgs {
 pub struct ValidateArgs {
     /// Files or directories [default: scenarios]
     pub paths: Vec<PathBuf>,
+    /// Also list, per query, the expected or allowed tools that have no fixture
+    /// response (they would answer `{"status":"ok"}`).
+    #[arg(long)]
+    pub fixtures: bool,
 }
 
 /// What went wrong, by exit code.

@@ -130,7 +130,8 @@ fn build(
         templates: p.templates.clone(),
         templates_dir: p.templates_dir,
     };
-    let plan = Plan::build(&p.scenarios, &cfg, &p.counter).map_err(Failure::Usage)?;
+    let plan =
+        Plan::build(&p.scenarios, &cfg, &p.counter).map_err(|e| Failure::Usage(e.to_string()))?;
     let record = plan.record();
     let assigned = match shard {
         Some(s) => s.select(&record.items).len(),

@@ -21,7 +21,7 @@ pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         p.selection,
         a.show,
     )
-    .map_err(Failure::Usage)?;
+    .map_err(|e| Failure::Usage(e.to_string()))?;
     out.write_all(text.as_bytes())
         .map_err(|e| Failure::Infra(e.into()))?;
     Ok(exit::OK)
@@ -36,7 +36,7 @@ pub fn tokens_report(
     templates: &Arc<Templates>,
     selection: SelectionConfig,
     show: bool,
-) -> Result<String, String> {
+) -> Result<String, crate::strategy::TemplateError> {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "tokenizer: {}", counter.encoding().as_str());

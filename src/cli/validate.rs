@@ -1,10 +1,36 @@
 //! `discbench validate`: checks scenario, catalog-fragment and MCP-dump files without
 //! running anything; every problem of every file is reported.
 
-use super::{config, Failure, ValidateArgs};
+use super::{config, io, Failure, ValidateArgs};
+use crate::catalog::Address;
+use crate::environment::has_fixture;
 use crate::error::InputErrors;
 use crate::exit;
-use crate::scenario::{self, FileKind};
+use crate::scenario::{self, FileKind, Scenario};
+
+/// Per query, each expected or allowed tool (not skills, not database queries) that
+/// has no fixture response.
+pub fn without_fixture(sc: &Scenario) -> Vec<(String, Address)> {
+    let mut out = Vec::new();
+    for q in &sc.queries {
+        let mut seen = Vec::new();
+        let addresses = q
+            .expect
+            .all_alternatives()
+            .map(|c| &c.address)
+            .chain(q.expect.allow.iter().map(|a| &a.address));
+        for a in addresses {
+            if matches!(a, Address::Skill(_) | Address::Database(_)) || seen.contains(&a) {
+                continue;
+            }
+            seen.push(a);
+            if !has_fixture(&sc.catalog, a) {
+                out.push((q.id.clone(), a.clone()));
+            }
+        }
+    }
+    out
+}
 
 pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let mut files = Vec::new();
@@ -23,8 +49,14 @@ pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Fa
                     FileKind::CatalogFragment => "catalog fragment",
                     FileKind::McpDump => "MCP tools/list dump",
                 };
-                writeln!(out, "ok   {} ({what})", f.display())
-                    .map_err(|e| Failure::Infra(e.into()))?;
+                writeln!(out, "ok   {} ({what})", f.display()).map_err(io)?;
+                if a.fixtures && kind == FileKind::Scenario {
+                    if let Ok(sc) = scenario::load(f) {
+                        for (q, address) in without_fixture(&sc) {
+                            writeln!(out, "     no fixture: {q}: {address}").map_err(io)?;
+                        }
+                    }
+                }
             }
             Err(mut e) => errors.append(&mut e.0),
         }

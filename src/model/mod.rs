@@ -129,15 +129,17 @@ pub trait Session: Send {
 /// The model names `--model` accepts.
 pub const MODELS: [&str; 2] = ["oracle", "lexical"];
 
+/// A `--model` value that names no backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown model `{name}`; available: {all}", name = .0, all = MODELS.join(", "))]
+pub struct UnknownModel(pub String);
+
 /// Builds a backend from its CLI name.
-pub fn build(spec: &str) -> Result<Arc<dyn Backend>, String> {
+pub fn build(spec: &str) -> Result<Arc<dyn Backend>, UnknownModel> {
     match spec {
         "oracle" => Ok(Arc::new(oracle::Oracle)),
         "lexical" => Ok(Arc::new(lexical::Lexical)),
-        other => Err(format!(
-            "unknown model `{other}`; available: {}",
-            MODELS.join(", ")
-        )),
+        other => Err(UnknownModel(other.to_string())),
     }
 }
 

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::{fill_required, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::catalog::Address;
-use crate::scenario::ExpectedCall;
+use crate::scenario::expect::ExpectedCall;
 use crate::strategy::Composite;
 use crate::wire::{Response, ToolCall};
 
@@ -71,17 +71,18 @@ impl OracleSession {
         let Some(truth) = &self.truth else {
             return Response::say("Done.");
         };
-        let expect = &truth.expect;
-        // Skills first: a careful model reads the procedure before acting.
-        let mut targets: Vec<&ExpectedCall> = expect
-            .calls
+        // Each step's first alternative, as often as the step says, in listed order;
+        // skills first: a careful model reads the procedure before acting.
+        let calls = truth.expect.canonical_calls();
+        let mut targets: Vec<&ExpectedCall> = calls
             .iter()
+            .copied()
             .filter(|c| matches!(c.address, Address::Skill(_)))
             .collect();
         targets.extend(
-            expect
-                .calls
+            calls
                 .iter()
+                .copied()
                 .filter(|c| !matches!(c.address, Address::Skill(_))),
         );
         let protocol = &truth.protocol;

@@ -86,10 +86,15 @@ impl fmt::Display for Shard {
     }
 }
 
+/// A `--shard` value that is not `K/N` with 1 <= K <= N.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not K/N with 1 <= K <= N (e.g. 2/4)")]
+pub struct BadShard(pub String);
+
 impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("`{s}` is not K/N with 1 <= K <= N (e.g. 2/4)");
+    type Err = BadShard;
+    fn from_str(s: &str) -> Result<Shard, BadShard> {
+        let bad = || BadShard(s.to_string());
         let (k, n) = s.split_once('/').ok_or_else(bad)?;
         let index: usize = k.trim().parse().map_err(|_| bad())?;
         let count: usize = n.trim().parse().map_err(|_| bad())?;

@@ -6,12 +6,14 @@
 //! report the result in `#selftest` (used by the browser test).
 //!
 //! Tool definitions: an outcome records each definition that entered the context
-//! (name and tokens), and its JSON text only when the runner put it in the entry's
-//! `text`. The drill-down shows that text per turn in a collapsed `<details>`, and
-//! each scenario's "Contexts" shows each mode's first-turn definitions once. When no
-//! outcome carries the text, the page says so and names `discbench tokens --show`,
-//! which re-renders them: the report is made from `outcomes.jsonl` alone and has no
-//! scenario to render them from.
+//! (name and tokens); the texts of system prompts and first-turn definitions are in
+//! the run's `texts.jsonl`, which outcome entries refer to by hash. Each scenario's
+//! "Contexts" shows each mode's system prompt and first-turn definitions once; a
+//! query's drill-down shows, per turn, the definitions that entered then (its own
+//! first-turn ones only when a selection step chose them). Runs written before
+//! `texts.jsonl` existed kept those texts in their first outcome per scenario × mode,
+//! and still render; when no text is recorded, the page names
+//! `discbench tokens --show`, which re-renders them.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -123,7 +123,7 @@ impl Episode<'_> {
                         answer,
                     });
                 }
-                Err(e) => infra_error = Some(e),
+                Err(e) => infra_error = Some(e.to_string()),
             }
         }
 

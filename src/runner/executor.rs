@@ -210,3 +210,221 @@ fn listen(
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::model::{Answer, GroundTruth, ModelError, Request, Session};
+    use crate::runner::events::Recorder;
+    use crate::runner::RunConfig;
+    use crate::strategy::{Mode, SelectionConfig, Templates};
+    use crate::tokens::Encoding;
+    use crate::wire::Response;
+
+    /// Fails the first `fail` requests of every session with `error`, then answers
+    /// without a call. Counts requests in flight to check the concurrency limit.
+    struct Flaky {
+        opened: Arc<AtomicUsize>,
+        fail: usize,
+        error: ModelError,
+        in_flight: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+    }
+
+    struct FlakySession {
+        left: usize,
+        error: ModelError,
+        in_flight: Arc<AtomicUsize>,
+        peak: Arc<AtomicUsize>,
+    }
+
+    impl Backend for Flaky {
+        fn name(&self) -> &str {
+            "flaky"
+        }
+        fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+            self.opened.fetch_add(1, Ordering::SeqCst);
+            Box::new(FlakySession {
+                left: self.fail,
+                error: self.error.clone(),
+                in_flight: self.in_flight.clone(),
+                peak: self.peak.clone(),
+            })
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Session for FlakySession {
+        async fn respond(&mut self, _r: &Request<'_>) -> Result<Answer, ModelError> {
+            let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            if self.left > 0 {
+                self.left -= 1;
+                return Err(self.error.clone());
+            }
+            Ok(Response::say("Nothing to do.").into())
+        }
+    }
+
+    fn run_flaky(fail: usize, error: ModelError, jobs: usize) -> (RunStats, Vec<Event>, usize) {
+        let sc = crate::scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
+        let counter = Arc::new(Counter::new(Encoding::O200kBase));
+        let cfg = RunConfig {
+            run_id: "t".into(),
+            scenario_paths: Vec::new(),
+            modes: vec![Mode::preset("progressive").unwrap()],
+            models: vec!["flaky".into()],
+            repeat: 3,
+            max_turns: 10,
+            selection: SelectionConfig::default(),
+            templates: Arc::new(Templates::builtin()),
+            templates_dir: None,
+        };
+        let plan = Arc::new(Plan::build(&[sc], &cfg, &counter).unwrap());
+        let peak = Arc::new(AtomicUsize::new(0));
+        let backend: Arc<dyn Backend> = Arc::new(Flaky {
+            opened: Arc::new(AtomicUsize::new(0)),
+            fail,
+            error,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            peak: peak.clone(),
+        });
+        let recorder = Recorder::default();
+        let events = recorder.events.clone();
+        let work = Work {
+            todo: (0..plan.items.len()).collect(),
+            total: plan.items.len(),
+            plan,
+            backends: vec![backend],
+            counter,
+            run_id: "t".into(),
+            already_done: 0,
+        };
+        let opts = ExecOptions {
+            jobs,
+            retry: RetryPolicy {
+                max_retries: 2,
+                base: Duration::from_millis(1),
+                cap: Duration::from_millis(20),
+            },
+        };
+        let stats = execute(work, opts, vec![Box::new(recorder)]).unwrap();
+        let events = std::mem::take(&mut *events.lock().unwrap());
+        (stats, events, peak.load(Ordering::SeqCst))
+    }
+
+    #[test]
+    fn retries_are_events_and_recover() {
+        // 4 queries × 3 repeats; each episode fails twice, then answers.
+        let (stats, events, peak) = run_flaky(2, ModelError::Server { status: 503 }, 3);
+        assert_eq!(stats.finished, 12);
+        assert_eq!(stats.infra_errors, 0);
+        assert_eq!(stats.retries, 24);
+        let retries: Vec<(u32, Duration)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::RetryScheduled { attempt, delay, .. } => Some((*attempt, *delay)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(retries.len(), 24);
+        assert!(retries
+            .iter()
+            .all(|(a, d)| (1..=2).contains(a) && *d <= Duration::from_millis(20)));
+        assert!(matches!(
+            events.first(),
+            Some(Event::RunStarted {
+                total: 12,
+                already_done: 0
+            })
+        ));
+        assert!(matches!(events.last(), Some(Event::RunFinished { .. })));
+        let finished = events
+            .iter()
+            .filter(|e| matches!(e, Event::EpisodeFinished { outcome } if outcome.infra_error.is_none()))
+            .count();
+        assert_eq!(finished, 12);
+        assert!(peak <= 3, "at most --jobs requests in flight, saw {peak}");
+        assert!(peak >= 2, "episodes overlap, saw {peak}");
+    }
+
+    #[test]
+    fn what_keeps_failing_is_an_infra_error_not_a_wrong_answer() {
+        let (stats, events, _) = run_flaky(99, ModelError::Server { status: 500 }, 4);
+        assert_eq!(stats.finished, 12);
+        assert_eq!(stats.infra_errors, 12);
+        assert_eq!(stats.retries, 24, "two retries each, then given up");
+        for e in &events {
+            if let Event::EpisodeFinished { outcome } = e {
+                assert_eq!(
+                    outcome.infra_error.as_deref(),
+                    Some("server error (HTTP 500)")
+                );
+            }
+        }
+        // Not retryable: given up at once.
+        let (stats, _, _) = run_flaky(99, ModelError::Authentication("bad key".into()), 2);
+        assert_eq!((stats.infra_errors, stats.retries), (12, 0));
+    }
+
+    #[test]
+    fn a_failing_listener_stops_new_work() {
+        struct Broken;
+        impl Listener for Broken {
+            fn event(&mut self, e: &Event) -> anyhow::Result<()> {
+                match e {
+                    Event::EpisodeFinished { .. } => anyhow::bail!("disk full"),
+                    _ => Ok(()),
+                }
+            }
+        }
+        let sc = crate::scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
+        let counter = Arc::new(Counter::new(Encoding::O200kBase));
+        let cfg = RunConfig {
+            run_id: "t".into(),
+            scenario_paths: Vec::new(),
+            modes: vec![Mode::preset("progressive").unwrap()],
+            models: vec!["flaky".into()],
+            repeat: 50,
+            max_turns: 10,
+            selection: SelectionConfig::default(),
+            templates: Arc::new(Templates::builtin()),
+            templates_dir: None,
+        };
+        let plan = Arc::new(Plan::build(&[sc], &cfg, &counter).unwrap());
+        let n = plan.items.len();
+        let opened = Arc::new(AtomicUsize::new(0));
+        let backend: Arc<dyn Backend> = Arc::new(Flaky {
+            opened: opened.clone(),
+            fail: 0,
+            error: ModelError::Timeout,
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            peak: Arc::new(AtomicUsize::new(0)),
+        });
+        let work = Work {
+            todo: (0..n).collect(),
+            total: n,
+            plan,
+            backends: vec![backend],
+            counter,
+            run_id: "t".into(),
+            already_done: 0,
+        };
+        let opts = ExecOptions {
+            jobs: 1,
+            ..ExecOptions::default()
+        };
+        let err = execute(work, opts, vec![Box::new(Broken)]).unwrap_err();
+        assert!(err.to_string().contains("disk full"));
+        let started = opened.load(Ordering::SeqCst);
+        assert!(
+            started < n / 2,
+            "{started} of {n} episodes started after the failure"
+        );
+    }
+}

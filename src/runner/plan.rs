@@ -15,6 +15,22 @@ use crate::scenario::Scenario;
 use crate::strategy::Composite;
 use crate::tokens::Counter;
 
+/// Why a plan cannot be built: bad input, found before anything runs.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PlanError {
+    #[error("scenario `{scenario}`: {source}")]
+    Database {
+        scenario: String,
+        source: crate::environment::DbError,
+    },
+    #[error("scenario `{scenario}` under mode `{mode}`: {source}")]
+    Template {
+        scenario: String,
+        mode: String,
+        source: crate::strategy::TemplateError,
+    },
+}
+
 /// One scenario × mode, rendered.
 pub struct Unit {
     pub scenario: usize,
@@ -59,13 +75,16 @@ impl Plan {
         scenarios: &[Scenario],
         cfg: &RunConfig,
         counter: &Counter,
-    ) -> Result<Plan, String> {
+    ) -> Result<Plan, PlanError> {
         let mut runs = Vec::new();
         let mut units = Vec::new();
         let mut items = Vec::new();
         for (s, sc) in scenarios.iter().enumerate() {
-            let databases = Databases::build(&sc.catalog)
-                .map_err(|e| format!("scenario `{}`: {e}", sc.name))?;
+            let databases =
+                Databases::build(&sc.catalog).map_err(|source| PlanError::Database {
+                    scenario: sc.name.clone(),
+                    source,
+                })?;
             runs.push(ScenarioRun {
                 scenario: Arc::new(sc.clone()),
                 databases: Arc::new(databases),
@@ -80,11 +99,10 @@ impl Plan {
                     cfg.selection,
                 )
                 .and_then(|c| c.check_templates().map(|_| c))
-                .map_err(|e| {
-                    format!(
-                        "scenario `{}` under mode `{}`: {e}",
-                        sc.name, requested.label
-                    )
+                .map_err(|source| PlanError::Template {
+                    scenario: sc.name.clone(),
+                    mode: requested.label.clone(),
+                    source,
                 })?;
                 let tool_texts = composite
                     .all_tools()

@@ -6,6 +6,7 @@
 //! invalid JSON Schemas are all [`InputError`]s naming the file, the line where known,
 //! and the field path. Every problem in a file is reported, not only the first.
 
+pub mod expect;
 mod raw;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -16,13 +17,13 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::catalog::{
-    legacy_name, Action, Address, Builtin, Catalog, Connector, Database, Kind, McpServer, McpTool,
-    Skill, Table, Target,
+    Action, Address, Builtin, Catalog, Connector, Database, FixtureResponse, Kind, McpServer,
+    McpTool, Skill, Table, Target,
 };
 use crate::environment::Databases;
 use crate::error::{InputError, InputErrors};
 use crate::strategy::mode::Disclosure;
-pub use raw::Order;
+pub use expect::{Allowed, Compare, Expect, ExpectedCall, Order, Step};
 use raw::*;
 
 /// A loaded, validated scenario.
@@ -54,26 +55,6 @@ pub struct Query {
     pub text: String,
     pub expect: Expect,
     pub tags: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Expect {
-    pub calls: Vec<ExpectedCall>,
-    pub order: Order,
-    pub forbid: Vec<Address>,
-}
-
-/// One call the query should produce.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExpectedCall {
-    pub address: Address,
-    /// Parameter → accepted values (BFCL style). Parameters not named are not judged.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub args: BTreeMap<String, Vec<Value>>,
-    /// For `database:<db>/query`: reference SQL; the model's query is right when it
-    /// returns the same rows.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub sql: Option<String>,
 }
 
 /// Names of the meta-tools; no catalog tool may take one of them in any mode.
@@ -175,7 +156,7 @@ pub fn validate_file(path: &Path) -> Result<FileKind, InputErrors> {
             let mut cx = Loader::default();
             let mut cat = Catalog::default();
             cx.include_file(path, None, None, &mut cat, 0);
-            cx.check_catalog(path, &cat);
+            cx.check_catalog(path, &mut cat);
             cx.finish(kind)
         }
     }
@@ -204,7 +185,7 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
     cx.texts.insert(path.to_path_buf(), text);
     let mut catalog = Catalog::default();
     cx.add_catalog(path, "catalog", raw.catalog, &mut catalog, 0);
-    cx.check_catalog(path, &catalog);
+    cx.check_catalog(path, &mut catalog);
 
     let mut agent = Agent {
         instructions: raw.agent.instructions,
@@ -219,7 +200,11 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
             Ok(d) => {
                 agent.modes.insert(kind, d);
             }
-            Err(e) => cx.err(path, &format!("agent.modes.{}", kind.as_str()), e),
+            Err(e) => cx.err(
+                path,
+                &format!("agent.modes.{}", kind.as_str()),
+                e.to_string(),
+            ),
         }
     }
     if raw.name.trim().is_empty() {
@@ -317,6 +302,8 @@ struct Loader {
     origins: HashMap<(Kind2, String), (PathBuf, String)>,
     /// Every file read, with the content hash of what was read.
     sources: BTreeMap<PathBuf, String>,
+    /// `responses:` entries, resolved once the whole catalog is known: (file, path, entry).
+    responses: Vec<(PathBuf, String, RawResponse)>,
 }
 
 impl Loader {
@@ -592,6 +579,10 @@ impl Loader {
                 tools,
             });
         }
+        for (i, r) in raw.responses.into_iter().enumerate() {
+            self.responses
+                .push((file.to_path_buf(), format!("{at}.responses[{i}]"), r));
+        }
         for (i, b) in raw.builtins.into_iter().enumerate() {
             let p = format!("{at}.builtins[{i}]");
             self.origin(Kind2::Builtin, &b.name, file, &p);
@@ -773,51 +764,40 @@ impl Loader {
         }
     }
 
-    /// Checks that need the whole catalog: legacy tool-name collisions and reserved names.
-    fn check_catalog(&mut self, file: &Path, cat: &Catalog) {
-        let mut names: HashMap<String, String> = HashMap::new();
-        let mut claim = |me: &mut Self, tool: String, addr: String| {
-            if RESERVED_TOOL_NAMES.contains(&tool.as_str()) {
-                me.err(
-                    file,
-                    "catalog",
-                    format!(
-                        "`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"
-                    ),
-                );
-            } else if let Some(prev) = names.insert(tool.clone(), addr.clone()) {
-                me.err(file, "catalog", format!("`{addr}` and `{prev}` both become the legacy tool name `{tool}`; rename one"));
-            }
-        };
-        for c in &cat.connectors {
-            for a in &c.actions {
-                claim(
-                    self,
-                    legacy_name(&c.name, &a.name),
-                    Address::Connector(c.name.clone(), a.name.clone()).to_string(),
-                );
-            }
+    /// Checks that need the whole catalog: legacy tool-name collisions and reserved
+    /// names; and the fixture `responses`, whose addresses may name tools of any
+    /// included file.
+    fn check_catalog(&mut self, file: &Path, cat: &mut Catalog) {
+        for message in cat.tool_name_clashes(&RESERVED_TOOL_NAMES) {
+            self.err(file, "catalog", message);
         }
-        for d in &cat.databases {
-            for suffix in ["list_tables", "describe_table", "query"] {
-                claim(
-                    self,
-                    legacy_name(&d.name, suffix),
-                    format!("database:{}/{suffix}", d.name),
+        for (f, p, r) in std::mem::take(&mut self.responses) {
+            let Some(address) = self.address(&f, &format!("{p}.address"), &r.address, cat) else {
+                continue;
+            };
+            if matches!(address, Address::Skill(_) | Address::Database(_)) {
+                self.err(
+                    &f,
+                    &format!("{p}.address"),
+                    "skills and database queries answer from their content and SQL, not from responses",
                 );
+                continue;
             }
-        }
-        for s in &cat.mcp_servers {
-            for t in &s.tools {
-                claim(
-                    self,
-                    legacy_name(&s.name, &t.name),
-                    Address::Mcp(s.name.clone(), t.name.clone()).to_string(),
-                );
-            }
-        }
-        for b in &cat.builtins {
-            claim(self, b.name.clone(), format!("builtin:{}", b.name));
+            let when = match r.when {
+                None => BTreeMap::new(),
+                Some(w) => {
+                    let w: serde_json::Map<String, Value> = w.into_iter().collect();
+                    match self.accepted_args(&f, &format!("{p}.when"), &address, &w, cat) {
+                        Some(w) => w,
+                        None => continue,
+                    }
+                }
+            };
+            cat.responses.push(FixtureResponse {
+                address,
+                when,
+                response: r.response,
+            });
         }
     }
 
@@ -840,22 +820,124 @@ impl Loader {
             if q.text.trim().is_empty() {
                 self.err(file, &format!("{p}.text"), "must not be empty");
             }
-            let mut calls = Vec::new();
-            for (j, c) in q.expect.calls.iter().enumerate() {
-                if let Some(call) =
-                    self.expected_call(file, &format!("{p}.expect.calls[{j}]"), c, cat)
-                {
-                    calls.push(call);
+            let e = q.expect;
+            let ep = format!("{p}.expect");
+            let mut steps: Vec<Step> = Vec::new();
+            for (j, c) in e.calls.iter().enumerate() {
+                if let Some(step) = self.step(file, &format!("{ep}.calls[{j}]"), c, cat) {
+                    steps.push(step);
+                }
+            }
+            let mut ids: HashMap<String, usize> = HashMap::new();
+            for (j, st) in steps.iter().enumerate() {
+                if let Some(id) = &st.id {
+                    if ids.insert(id.clone(), j).is_some() {
+                        self.err(
+                            file,
+                            &format!("{ep}.calls"),
+                            format!("two steps have the id `{id}`"),
+                        );
+                    }
+                }
+            }
+            let mut before = Vec::new();
+            for (j, pair) in e.before.iter().enumerate() {
+                let at = format!("{ep}.before[{j}]");
+                let [a, b] = pair.as_slice() else {
+                    self.err(file, &at, "a `before` entry is a pair of step ids: [a, b]");
+                    continue;
+                };
+                match (ids.get(a), ids.get(b)) {
+                    (Some(ia), Some(ib)) if ia < ib => before.push((a.clone(), b.clone())),
+                    (Some(_), Some(_)) => self.err(
+                        file,
+                        &at,
+                        format!("list step `{a}` before step `{b}`: steps are listed in an order that honours `before`"),
+                    ),
+                    _ => {
+                        let missing = if ids.contains_key(a) { b } else { a };
+                        self.err(file, &at, format!("no step has the id `{missing}`"));
+                    }
+                }
+            }
+            let mut allow = Vec::new();
+            for (j, v) in e.allow.iter().enumerate() {
+                let at = format!("{ep}.allow[{j}]");
+                match v {
+                    Value::String(s) => {
+                        if let Some(address) = self.address(file, &at, s, cat) {
+                            allow.push(Allowed {
+                                address,
+                                args: BTreeMap::new(),
+                            });
+                        }
+                    }
+                    Value::Object(o) => {
+                        if let Some(k) =
+                            o.keys().find(|k| !matches!(k.as_str(), "address" | "args"))
+                        {
+                            self.err(
+                                file,
+                                &format!("{at}.{k}"),
+                                "unknown field; an allowed call has address and args",
+                            );
+                            continue;
+                        }
+                        let Some(s) = o.get("address").and_then(Value::as_str) else {
+                            self.err(file, &at, "an allowed call needs `address`");
+                            continue;
+                        };
+                        let Some(address) = self.address(file, &format!("{at}.address"), s, cat)
+                        else {
+                            continue;
+                        };
+                        let args = match o.get("args") {
+                            None | Some(Value::Null) => BTreeMap::new(),
+                            Some(Value::Object(m)) => {
+                                match self.accepted_args(
+                                    file,
+                                    &format!("{at}.args"),
+                                    &address,
+                                    m,
+                                    cat,
+                                ) {
+                                    Some(a) => a,
+                                    None => continue,
+                                }
+                            }
+                            Some(_) => {
+                                self.err(
+                                    file,
+                                    &format!("{at}.args"),
+                                    "args maps each parameter to its accepted values",
+                                );
+                                continue;
+                            }
+                        };
+                        allow.push(Allowed { address, args });
+                    }
+                    _ => self.err(
+                        file,
+                        &at,
+                        "an allowed call is an address string or {address, args}",
+                    ),
                 }
             }
             let mut forbid = Vec::new();
-            for (j, f) in q.expect.forbid.iter().enumerate() {
-                if let Some(a) = self.address(file, &format!("{p}.expect.forbid[{j}]"), f, cat) {
-                    if calls.iter().any(|c| c.address == a) {
+            for (j, f) in e.forbid.iter().enumerate() {
+                if let Some(a) = self.address(file, &format!("{ep}.forbid[{j}]"), f, cat) {
+                    if steps.iter().any(|st| st.admits(&a)) {
                         self.err(
                             file,
-                            &format!("{p}.expect.forbid[{j}]"),
+                            &format!("{ep}.forbid[{j}]"),
                             format!("`{a}` is both expected and forbidden"),
+                        );
+                    }
+                    if allow.iter().any(|al| al.address == a) {
+                        self.err(
+                            file,
+                            &format!("{ep}.forbid[{j}]"),
+                            format!("`{a}` is both allowed and forbidden"),
                         );
                     }
                     forbid.push(a);
@@ -865,14 +947,156 @@ impl Loader {
                 id: q.id,
                 text: q.text,
                 expect: Expect {
-                    calls,
-                    order: q.expect.order,
+                    calls: steps,
+                    allow,
+                    order: e.order,
+                    before,
                     forbid,
                 },
                 tags: q.tags,
             });
         }
         out
+    }
+
+    /// One required step: an address string, an expected call object, or
+    /// `{id?, any_of: [...], count?}`.
+    fn step(&mut self, file: &Path, path: &str, v: &Value, cat: &Catalog) -> Option<Step> {
+        let Value::Object(o) = v else {
+            return self.expected_call(file, path, v, cat).map(Step::one);
+        };
+        let id = match o.get("id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(_) => {
+                self.err(
+                    file,
+                    &format!("{path}.id"),
+                    "a step id is a non-empty string",
+                );
+                return None;
+            }
+        };
+        let count = match o.get("count") {
+            None | Some(Value::Null) => 1,
+            Some(c) => match c.as_u64() {
+                Some(n) if n >= 1 => n as usize,
+                _ => {
+                    self.err(
+                        file,
+                        &format!("{path}.count"),
+                        "count is a whole number of at least 1",
+                    );
+                    return None;
+                }
+            },
+        };
+        let alternatives = if let Some(alts) = o.get("any_of") {
+            if let Some(k) = o
+                .keys()
+                .find(|k| !matches!(k.as_str(), "id" | "any_of" | "count"))
+            {
+                self.err(
+                    file,
+                    &format!("{path}.{k}"),
+                    "a step with any_of has id, any_of and count; put arguments on each alternative",
+                );
+                return None;
+            }
+            let Some(alts) = alts.as_array().filter(|a| !a.is_empty()) else {
+                self.err(
+                    file,
+                    &format!("{path}.any_of"),
+                    "any_of lists at least one call",
+                );
+                return None;
+            };
+            let mut v = Vec::new();
+            for (k, a) in alts.iter().enumerate() {
+                v.push(self.expected_call(file, &format!("{path}.any_of[{k}]"), a, cat)?);
+            }
+            v
+        } else {
+            let mut call = o.clone();
+            call.remove("id");
+            call.remove("count");
+            vec![self.expected_call(file, path, &Value::Object(call), cat)?]
+        };
+        let skills = alternatives
+            .iter()
+            .filter(|c| matches!(c.address, Address::Skill(_)))
+            .count();
+        if skills > 0 && skills < alternatives.len() {
+            self.err(file, path, "a step's alternatives are all skills or none");
+            return None;
+        }
+        if skills > 0 && count > 1 {
+            self.err(
+                file,
+                &format!("{path}.count"),
+                "a skill is read once; count must be 1",
+            );
+            return None;
+        }
+        Some(Step {
+            id,
+            alternatives,
+            count,
+        })
+    }
+
+    /// `args`/`when`: each parameter of `address` mapped to its accepted values.
+    fn accepted_args(
+        &mut self,
+        file: &Path,
+        path: &str,
+        address: &Address,
+        m: &serde_json::Map<String, Value>,
+        cat: &Catalog,
+    ) -> Option<BTreeMap<String, Vec<Value>>> {
+        let schema = cat.schema_of(address);
+        let props = schema
+            .as_ref()
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object);
+        let mut args = BTreeMap::new();
+        let mut ok = true;
+        for (k, val) in m {
+            if !props.is_some_and(|p| p.contains_key(k)) {
+                let known: Vec<&str> = props
+                    .map(|p| p.keys().map(String::as_str).collect())
+                    .unwrap_or_default();
+                self.err(
+                    file,
+                    &format!("{path}.{k}"),
+                    format!(
+                        "`{address}` has no parameter `{k}` (it has: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    ),
+                );
+                ok = false;
+                continue;
+            }
+            let accepted = match val {
+                Value::Array(a) if a.is_empty() => {
+                    self.err(
+                        file,
+                        &format!("{path}.{k}"),
+                        "the list of accepted values is empty",
+                    );
+                    ok = false;
+                    continue;
+                }
+                Value::Array(a) => a.clone(),
+                other => vec![other.clone()],
+            };
+            args.insert(k.clone(), accepted);
+        }
+        ok.then_some(args)
     }
 
     fn address(&mut self, file: &Path, path: &str, s: &str, cat: &Catalog) -> Option<Address> {
@@ -906,19 +1130,23 @@ impl Loader {
         match v {
             Value::String(s) => {
                 let address = self.address(file, path, s, cat)?;
-                Some(ExpectedCall {
-                    address,
-                    args: BTreeMap::new(),
-                    sql: None,
-                })
+                Some(ExpectedCall::to(address))
             }
             Value::Object(o) => {
+                const KEYS: [&str; 6] = [
+                    "address",
+                    "args",
+                    "sql",
+                    "ordered",
+                    "extra_columns",
+                    "compare",
+                ];
                 for k in o.keys() {
-                    if !matches!(k.as_str(), "address" | "args" | "sql") {
+                    if !KEYS.contains(&k.as_str()) {
                         self.err(
                             file,
                             &format!("{path}.{k}"),
-                            "unknown field; an expected call has address, args and sql",
+                            "unknown field; an expected call has address, args, sql, ordered, extra_columns and compare (and a step id, count or any_of)",
                         );
                         return None;
                     }
@@ -928,48 +1156,10 @@ impl Loader {
                     return None;
                 };
                 let address = self.address(file, &format!("{path}.address"), s, cat)?;
-                let mut args = BTreeMap::new();
-                match o.get("args") {
-                    None | Some(Value::Null) => {}
+                let args = match o.get("args") {
+                    None | Some(Value::Null) => BTreeMap::new(),
                     Some(Value::Object(m)) => {
-                        let schema = cat.schema_of(&address);
-                        let props = schema
-                            .as_ref()
-                            .and_then(|s| s.get("properties"))
-                            .and_then(Value::as_object);
-                        for (k, val) in m {
-                            if !props.is_some_and(|p| p.contains_key(k)) {
-                                let known: Vec<&str> = props
-                                    .map(|p| p.keys().map(String::as_str).collect())
-                                    .unwrap_or_default();
-                                self.err(
-                                    file,
-                                    &format!("{path}.args.{k}"),
-                                    format!(
-                                        "`{address}` has no parameter `{k}` (it has: {})",
-                                        if known.is_empty() {
-                                            "none".to_string()
-                                        } else {
-                                            known.join(", ")
-                                        }
-                                    ),
-                                );
-                                continue;
-                            }
-                            let accepted = match val {
-                                Value::Array(a) if a.is_empty() => {
-                                    self.err(
-                                        file,
-                                        &format!("{path}.args.{k}"),
-                                        "the list of accepted values is empty",
-                                    );
-                                    continue;
-                                }
-                                Value::Array(a) => a.clone(),
-                                other => vec![other.clone()],
-                            };
-                            args.insert(k.clone(), accepted);
-                        }
+                        self.accepted_args(file, &format!("{path}.args"), &address, m, cat)?
                     }
                     Some(_) => {
                         self.err(
@@ -979,12 +1169,11 @@ impl Loader {
                         );
                         return None;
                     }
-                }
+                };
+                let is_db = matches!(address, Address::Database(_));
                 let sql = match o.get("sql") {
                     None | Some(Value::Null) => None,
-                    Some(Value::String(s)) if matches!(address, Address::Database(_)) => {
-                        Some(s.clone())
-                    }
+                    Some(Value::String(s)) if is_db => Some(s.clone()),
                     Some(Value::String(_)) => {
                         self.err(
                             file,
@@ -998,10 +1187,84 @@ impl Loader {
                         return None;
                     }
                 };
+                let mut flag = |k: &str| -> Option<bool> {
+                    match o.get(k) {
+                        None | Some(Value::Null) => Some(false),
+                        Some(Value::Bool(b)) if sql.is_some() => Some(*b),
+                        Some(Value::Bool(_)) => {
+                            self.err(
+                                file,
+                                &format!("{path}.{k}"),
+                                format!("{k} is only for expectations with sql"),
+                            );
+                            None
+                        }
+                        Some(_) => {
+                            self.err(
+                                file,
+                                &format!("{path}.{k}"),
+                                format!("{k} is true or false"),
+                            );
+                            None
+                        }
+                    }
+                };
+                let ordered = flag("ordered")?;
+                let extra_columns = flag("extra_columns")?;
+                let mut compare = BTreeMap::new();
+                match o.get("compare") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Object(m)) => {
+                        let props = cat.schema_of(&address);
+                        for (k, v) in m {
+                            let known = props
+                                .as_ref()
+                                .and_then(|s| s.get("properties"))
+                                .and_then(Value::as_object)
+                                .is_some_and(|p| p.contains_key(k));
+                            let mode = match v.as_str() {
+                                Some("exact") => Compare::Exact,
+                                Some("standard") => Compare::Standard,
+                                _ => {
+                                    self.err(
+                                        file,
+                                        &format!("{path}.compare.{k}"),
+                                        "use exact or standard",
+                                    );
+                                    return None;
+                                }
+                            };
+                            if !known {
+                                self.err(
+                                    file,
+                                    &format!("{path}.compare.{k}"),
+                                    format!("`{address}` has no parameter `{k}`"),
+                                );
+                                return None;
+                            }
+                            compare.insert(k.clone(), mode);
+                        }
+                    }
+                    Some(_) => {
+                        self.err(
+                            file,
+                            &format!("{path}.compare"),
+                            "compare maps parameters to exact or standard",
+                        );
+                        return None;
+                    }
+                }
                 if matches!(address, Address::Skill(_)) && !args.is_empty() {
                     self.err(file, &format!("{path}.args"), "a skill takes no arguments");
                 }
-                Some(ExpectedCall { address, args, sql })
+                Some(ExpectedCall {
+                    address,
+                    args,
+                    sql,
+                    ordered,
+                    extra_columns,
+                    compare,
+                })
             }
             _ => {
                 self.err(
@@ -1027,6 +1290,7 @@ impl Loader {
         let dbs = match Databases::build(cat) {
             Ok(d) => d,
             Err(e) => {
+                let e = e.to_string();
                 let db = cat
                     .databases
                     .iter()
@@ -1048,7 +1312,7 @@ impl Loader {
             }
         }
         for (i, q) in queries.iter().enumerate() {
-            for (j, c) in q.expect.calls.iter().enumerate() {
+            for (j, c) in q.expect.all_alternatives().enumerate() {
                 if let (Address::Database(db), Some(sql)) = (&c.address, &c.sql) {
                     match dbs.query(db, sql) {
                         Ok(r) if r.rows.is_empty() => self.err(

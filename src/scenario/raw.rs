@@ -39,6 +39,20 @@ pub struct RawCatalog {
     pub mcp_servers: Vec<RawMcpServer>,
     #[serde(default)]
     pub builtins: Vec<RawBuiltin>,
+    /// Fixture answers by address (and optionally by argument values), for any tool —
+    /// above all those included from real `tools/list` dumps, which have none.
+    #[serde(default)]
+    pub responses: Vec<RawResponse>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawResponse {
+    pub address: String,
+    /// Parameter → accepted values; the entry answers only calls that match.
+    #[serde(default)]
+    pub when: Option<BTreeMap<String, Value>>,
+    pub response: Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,10 +231,17 @@ pub struct RawQuery {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExpect {
-    /// Strings or `{address, args?, sql?}` objects; parsed by hand for clearer errors.
+    /// Strings, `{address, args?, sql?, ordered?, extra_columns?, compare?, id?, count?}`
+    /// or `{id?, any_of: [...], count?}` objects; parsed by hand for clearer errors.
     pub calls: Vec<Value>,
+    /// Permitted, never required: strings or `{address, args?}`.
+    #[serde(default)]
+    pub allow: Vec<Value>,
     #[serde(default)]
     pub order: Order,
+    /// `[a, b]` pairs of step ids: every call of `a` before any call of `b`.
+    #[serde(default)]
+    pub before: Vec<Vec<String>>,
     #[serde(default)]
     pub forbid: Vec<String>,
 }

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::databases_progressive::{describe, list_tables, unknown_table};
+use super::templates::TemplateError;
 use super::{arg_str, execute, Env, Rendered, Resolution, State, Strategy, Templates};
 use crate::catalog::{legacy_name, query_schema, Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
@@ -27,7 +28,7 @@ pub struct DatabasesLegacy {
 }
 
 impl DatabasesLegacy {
-    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
         let mut tools = Vec::new();
         let mut by_tool = HashMap::new();
         for d in &catalog.databases {

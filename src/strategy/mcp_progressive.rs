@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::templates::TemplateError;
 use super::{
     arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
 };
@@ -21,7 +22,7 @@ pub struct McpProgressive {
 }
 
 impl McpProgressive {
-    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
         let stubs: Vec<Value> = catalog
             .mcp_servers
             .iter()

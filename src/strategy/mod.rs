@@ -28,12 +28,12 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::catalog::{Address, Catalog, Kind};
-use crate::environment::{fixture_response, Databases, QueryResult};
+use crate::environment::{fixture_response, Databases, QueryError, QueryResult};
 use crate::scenario::ExpectedCall;
 use crate::wire::{Context, Message, ToolCall, ToolDef};
 pub use mode::{Disclosure, Mode};
 pub use selection::SelectionConfig;
-pub use templates::Templates;
+pub use templates::{TemplateError, Templates};
 
 /// What one strategy adds to the context.
 #[derive(Debug, Clone, Default)]
@@ -100,7 +100,7 @@ pub enum Effect {
         /// Whether the definition of `address` had been shown before the call.
         blind: bool,
         #[serde(skip)]
-        sql_result: Option<Result<QueryResult, String>>,
+        sql_result: Option<Result<QueryResult, QueryError>>,
     },
     Error {
         error: ProtocolError,
@@ -173,7 +173,7 @@ impl Composite {
         mode: Mode,
         templates: &Arc<Templates>,
         selection: SelectionConfig,
-    ) -> Result<Composite, String> {
+    ) -> Result<Composite, TemplateError> {
         let mut parts: Vec<Box<dyn Strategy>> = Vec::new();
         let t: &Templates = templates;
         if catalog.has(Kind::Skills) {
@@ -306,7 +306,7 @@ impl Composite {
 
     /// Renders the templates used only while a run goes on (the selection request and
     /// `request_tools`), so that a broken override fails before anything runs.
-    pub fn check_templates(&self) -> Result<(), String> {
+    pub fn check_templates(&self) -> Result<(), TemplateError> {
         if !self.selection_applies() {
             return Ok(());
         }
@@ -325,7 +325,7 @@ impl Composite {
     }
 
     /// The selection step's request: every tool, short, and the query.
-    pub fn selection_context(&self, query: &str) -> Result<Context, String> {
+    pub fn selection_context(&self, query: &str) -> Result<Context, TemplateError> {
         selection::context(&self.tools, query, self.selection, &self.templates)
     }
 
@@ -363,11 +363,7 @@ impl Composite {
 
     /// The top-level tool through which `address` is reached first.
     fn top_level_tool_of(&self, address: &Address) -> Option<String> {
-        let target = ExpectedCall {
-            address: address.clone(),
-            args: Default::default(),
-            sql: None,
-        };
+        let target = ExpectedCall::to(address.clone());
         let probe = State {
             active: None,
             ..State::default()
@@ -526,7 +522,7 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
         let r = env.databases.query(db, sql);
         let content = match &r {
             Ok(q) => serde_json::to_string(q).expect("rows serialize"),
-            Err(e) => json!({"error": e}).to_string(),
+            Err(e) => json!({"error": e.0}).to_string(),
         };
         (content, Some(r))
     } else if !schema_errors.is_empty() {
@@ -536,7 +532,10 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
             None,
         )
     } else {
-        (fixture_response(env.catalog, &address).to_string(), None)
+        (
+            fixture_response(env.catalog, &address, args).to_string(),
+            None,
+        )
     };
     Resolution {
         content,

@@ -32,19 +32,19 @@ impl Disclosure {
 
     /// Parses a value for one kind: skills take `progressive|inline`, the others
     /// `progressive|legacy`.
-    pub fn parse_for(kind: Kind, value: &str) -> Result<Disclosure, String> {
+    pub fn parse_for(kind: Kind, value: &str) -> Result<Disclosure, ModeError> {
         let v = value.trim().to_ascii_lowercase();
         match (kind, v.as_str()) {
             (_, "progressive") => Ok(Disclosure::Progressive),
             (Kind::Skills, "inline") => Ok(Disclosure::Inline),
             (Kind::Connectors | Kind::Databases | Kind::Mcp, "legacy") => Ok(Disclosure::Legacy),
-            (Kind::Skills, _) => Err(format!(
+            (Kind::Skills, _) => Err(ModeError(format!(
                 "`{value}` is not a disclosure for skills; use progressive or inline"
-            )),
-            (k, _) => Err(format!(
+            ))),
+            (k, _) => Err(ModeError(format!(
                 "`{value}` is not a disclosure for {}; use progressive or legacy",
                 k.as_str()
-            )),
+            ))),
         }
     }
 }
@@ -60,6 +60,12 @@ pub struct Mode {
     pub mcp: Disclosure,
     pub selection: bool,
 }
+
+/// A mode, preset or disclosure value that does not parse; the message says what
+/// would.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ModeError(pub String);
 
 /// The environment variables of the seed system, one per kind.
 pub const ENV_VARS: [(Kind, &str); 4] = [
@@ -94,28 +100,28 @@ impl Mode {
 
     /// Parses a preset name or a spec such as `skills=inline,mcp=legacy,selection=off`.
     /// A spec starts from the `progressive` preset and changes what it names.
-    pub fn parse(spec: &str) -> Result<Mode, String> {
+    pub fn parse(spec: &str) -> Result<Mode, ModeError> {
         let spec = spec.trim();
         if let Some(m) = Mode::preset(spec) {
             return Ok(m);
         }
         if !spec.contains('=') {
-            return Err(format!(
+            return Err(ModeError(format!(
                 "unknown mode `{spec}`: use a preset ({}) or a spec like skills=inline,mcp=legacy",
                 PRESETS.join(", ")
-            ));
+            )));
         }
         let mut mode = Mode::preset("progressive").expect("preset exists");
         for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (k, v) = part
                 .split_once('=')
-                .ok_or_else(|| format!("`{part}` in mode `{spec}` is not key=value"))?;
+                .ok_or_else(|| ModeError(format!("`{part}` in mode `{spec}` is not key=value")))?;
             let k = k.trim();
             if k == "selection" {
                 mode.selection = match v.trim() {
                     "on" | "true" => true,
                     "off" | "false" => false,
-                    other => return Err(format!("selection={other}: use on or off")),
+                    other => return Err(ModeError(format!("selection={other}: use on or off"))),
                 };
                 continue;
             }
@@ -129,14 +135,15 @@ impl Mode {
     /// The mode a deployment configured only by environment variables would use:
     /// `progressive` with each kind whose variable is set changed. `None` when no
     /// variable is set.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Mode>, String> {
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Mode>, ModeError> {
         let mut mode = Mode::preset("progressive").expect("preset exists");
         let mut any = false;
         for (kind, var) in ENV_VARS {
             if let Some(v) = get(var).filter(|v| !v.trim().is_empty()) {
                 mode.set(
                     kind,
-                    Disclosure::parse_for(kind, &v).map_err(|e| format!("{var}: {e}"))?,
+                    Disclosure::parse_for(kind, &v)
+                        .map_err(|e| ModeError(format!("{var}: {e}")))?,
                 );
                 any = true;
             }
@@ -194,15 +201,15 @@ impl fmt::Display for Mode {
     }
 }
 
-fn parse_kind(k: &str) -> Result<Kind, String> {
+fn parse_kind(k: &str) -> Result<Kind, ModeError> {
     match k {
         "skills" | "skill" => Ok(Kind::Skills),
         "connectors" | "connector" => Ok(Kind::Connectors),
         "databases" | "database" => Ok(Kind::Databases),
         "mcp" => Ok(Kind::Mcp),
-        other => Err(format!(
+        other => Err(ModeError(format!(
             "unknown kind `{other}` in mode: use skills, connectors, databases, mcp or selection"
-        )),
+        ))),
     }
 }
 
@@ -238,11 +245,13 @@ mod tests {
     fn bad_specs_name_the_problem() {
         assert!(Mode::parse("skills=legacy")
             .unwrap_err()
+            .0
             .contains("progressive or inline"));
         assert!(Mode::parse("tools=legacy")
             .unwrap_err()
+            .0
             .contains("unknown kind"));
-        assert!(Mode::parse("fast").unwrap_err().contains("unknown mode"));
+        assert!(Mode::parse("fast").unwrap_err().0.contains("unknown mode"));
     }
 
     #[test]

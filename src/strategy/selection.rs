@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Value};
 
 use super::templates::shorten;
+use super::templates::TemplateError;
 use super::{valid, ProtocolError, Resolution, State, Templates};
 use crate::wire::{Context, Message, ToolDef};
 
@@ -42,7 +43,7 @@ pub fn context(
     query: &str,
     cfg: SelectionConfig,
     t: &Templates,
-) -> Result<Context, String> {
+) -> Result<Context, TemplateError> {
     let list: Vec<Value> = tools
         .iter()
         .map(|x| json!({"name": x.name, "short": shorten(first_line(&x.description), SELECTION_CHARS)}))
@@ -89,7 +90,7 @@ pub fn request_tools_def(
     tools: &[ToolDef],
     active: &BTreeSet<String>,
     t: &Templates,
-) -> Result<Option<ToolDef>, String> {
+) -> Result<Option<ToolDef>, TemplateError> {
     let unloaded: Vec<&ToolDef> = tools.iter().filter(|x| !active.contains(&x.name)).collect();
     if unloaded.is_empty() {
         return Ok(None);

@@ -2,6 +2,7 @@
 
 use serde_json::{json, Value};
 
+use super::templates::TemplateError;
 use super::{Env, Rendered, Resolution, State, Strategy, Templates};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
@@ -12,7 +13,7 @@ pub struct SkillsInline {
 }
 
 impl SkillsInline {
-    pub fn new(catalog: &Catalog, t: &Templates) -> Result<Self, String> {
+    pub fn new(catalog: &Catalog, t: &Templates) -> Result<Self, TemplateError> {
         let skills: Vec<Value> = catalog
             .skills
             .iter()

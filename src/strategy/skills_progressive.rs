@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::templates::shorten;
+use super::templates::TemplateError;
 use super::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
@@ -21,7 +22,7 @@ pub struct SkillsProgressive {
 }
 
 impl SkillsProgressive {
-    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, String> {
+    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
         let skills: Vec<Value> = catalog
             .skills
             .iter()

@@ -48,6 +48,31 @@ pub const BUILTIN: [(&str, &str); 13] = [
     ("selection.j2", include_str!("../../templates/selection.j2")),
 ];
 
+/// A template set that cannot be loaded, or a template that cannot be rendered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("template syntax: {0}")]
+    Syntax(String),
+    #[error("{}: cannot read template directory: {message}", dir.display())]
+    Directory {
+        dir: std::path::PathBuf,
+        message: String,
+    },
+    #[error("{}: `{name}` is not a template name (known: {})", dir.display(), BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+    UnknownName {
+        dir: std::path::PathBuf,
+        name: String,
+    },
+    #[error("{}: {message}", path.display())]
+    Read {
+        path: std::path::PathBuf,
+        message: String,
+    },
+    /// A template that does not compile or render (a misspelt variable).
+    #[error("template {name}: {message}")]
+    Render { name: String, message: String },
+}
+
 /// The loaded templates.
 pub struct Templates {
     env: Environment<'static>,
@@ -64,13 +89,13 @@ impl Templates {
     /// Built-in templates, with any file of the same name in `dir` taking their place.
     /// A file in `dir` that is not a known template name is an error (a typo would
     /// otherwise be silently ignored).
-    pub fn with_overrides(dir: Option<&Path>) -> Result<Templates, String> {
+    pub fn with_overrides(dir: Option<&Path>) -> Result<Templates, TemplateError> {
         let mut env = Environment::new();
         env.set_syntax(
             minijinja::syntax::SyntaxConfig::builder()
                 .trim_blocks(true)
                 .build()
-                .map_err(|e| format!("template syntax: {e}"))?,
+                .map_err(|e| TemplateError::Syntax(e.to_string()))?,
         );
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         let mut sources: Vec<(String, String)> = BUILTIN
@@ -78,43 +103,49 @@ impl Templates {
             .map(|(n, s)| (n.to_string(), s.to_string()))
             .collect();
         if let Some(dir) = dir {
-            let entries = std::fs::read_dir(dir)
-                .map_err(|e| format!("{}: cannot read template directory: {e}", dir.display()))?;
+            let entries = std::fs::read_dir(dir).map_err(|e| TemplateError::Directory {
+                dir: dir.to_path_buf(),
+                message: e.to_string(),
+            })?;
             for e in entries.flatten() {
                 let name = e.file_name().to_string_lossy().into_owned();
                 let Some(slot) = sources.iter_mut().find(|(n, _)| *n == name) else {
-                    return Err(format!(
-                        "{}: `{name}` is not a template name (known: {})",
-                        dir.display(),
-                        BUILTIN
-                            .iter()
-                            .map(|(n, _)| *n)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
+                    return Err(TemplateError::UnknownName {
+                        dir: dir.to_path_buf(),
+                        name,
+                    });
                 };
-                slot.1 = std::fs::read_to_string(e.path())
-                    .map_err(|err| format!("{}: {err}", e.path().display()))?;
+                slot.1 = std::fs::read_to_string(e.path()).map_err(|err| TemplateError::Read {
+                    path: e.path(),
+                    message: err.to_string(),
+                })?;
             }
         }
         let mut hashes = std::collections::BTreeMap::new();
         for (name, src) in sources {
             hashes.insert(name.clone(), crate::record::content_hash(src.as_bytes()));
             env.add_template_owned(name.clone(), src)
-                .map_err(|e| format!("template {name}: {e}"))?;
+                .map_err(|e| TemplateError::Render {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
         }
         Ok(Templates { env, hashes })
     }
 
     /// Renders a template; the result is trimmed of surrounding whitespace.
-    pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String, String> {
+    pub fn render<S: Serialize>(&self, name: &str, ctx: S) -> Result<String, TemplateError> {
+        let failed = |message: String| TemplateError::Render {
+            name: name.to_string(),
+            message,
+        };
         let t = self
             .env
             .get_template(name)
-            .map_err(|e| format!("template {name}: {e}"))?;
+            .map_err(|e| failed(e.to_string()))?;
         t.render(minijinja::value::Serde(ctx))
             .map(|s| s.trim().to_string())
-            .map_err(|e| format!("template {name}: {e:#}"))
+            .map_err(|e| failed(format!("{e:#}")))
     }
 
     /// The content hash of each template's effective text, by file name.
@@ -123,7 +154,7 @@ impl Templates {
     }
 
     /// The default agent instructions.
-    pub fn default_instructions(&self) -> Result<String, String> {
+    pub fn default_instructions(&self) -> Result<String, TemplateError> {
         self.render("default_instructions.txt", ())
     }
 }
@@ -158,6 +189,6 @@ mod tests {
         assert_eq!(t.render("read_skill.j2", ()).unwrap(), "Read a skill.");
         std::fs::write(dir.path().join("readskill.j2"), "x").unwrap();
         let e = Templates::with_overrides(Some(dir.path())).err().unwrap();
-        assert!(e.contains("not a template name"), "{e}");
+        assert!(e.to_string().contains("not a template name"), "{e}");
     }
 }

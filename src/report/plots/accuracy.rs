@@ -4,7 +4,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{bar_frame, color, err, label, Chart, FONT};
+use super::{bar_frame, color, err, label, Chart, PlotError, FONT};
 use crate::analysis::aggregate::Group;
 
 pub struct AccuracyByMode<'a> {
@@ -13,7 +13,7 @@ pub struct AccuracyByMode<'a> {
 }
 
 impl Chart for AccuracyByMode<'_> {
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         area.fill(&WHITE).map_err(err)?;
         let labels: Vec<String> = self.groups.iter().map(|g| label(g)).collect();
         let mut chart = bar_frame(

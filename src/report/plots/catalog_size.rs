@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, err, Chart, FONT};
+use super::{color, err, Chart, PlotError, FONT};
 use crate::analysis::aggregate::Summary;
 
 /// Whether the run holds at least two catalog sizes.
@@ -30,7 +30,7 @@ pub struct BySize<'a> {
 }
 
 impl Chart for BySize<'_> {
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         area.fill(&WHITE).map_err(err)?;
         let mut series: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         for g in self.summary.groups.iter().filter(|g| g.n > 0) {

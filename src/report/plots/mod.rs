@@ -36,14 +36,20 @@ pub fn register_font() {
     });
 }
 
+/// A chart that could not be drawn (plotters' error, as text: its types are generic
+/// over the backend).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot draw the chart: {0}")]
+pub struct PlotError(pub String);
+
 /// A chart that can draw itself on any backend.
 pub trait Chart {
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String>;
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), PlotError>;
 }
 
-/// Maps a plotters error to text.
-pub fn err<E: std::fmt::Debug>(e: E) -> String {
-    format!("{e:?}")
+/// Maps a plotters error to a [`PlotError`].
+pub fn err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError(format!("{e:?}"))
 }
 
 /// Draws `chart` to `plots/<stem>.svg` and `plots/<stem>.png`.
@@ -52,7 +58,7 @@ pub fn render<C: Chart>(chart: &C, dir: &Path, stem: &str) -> anyhow::Result<()>
     let mut svg = String::new();
     {
         let area = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
-        chart.draw(&area).map_err(anyhow::Error::msg)?;
+        chart.draw(&area)?;
         area.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
     }
     write_atomic(&dir.join(format!("{stem}.svg")), svg.as_bytes())?;
@@ -60,7 +66,7 @@ pub fn render<C: Chart>(chart: &C, dir: &Path, stem: &str) -> anyhow::Result<()>
     let tmp = dir.join(format!("{stem}.partial.png"));
     {
         let area = BitMapBackend::new(&tmp, (WIDTH, HEIGHT)).into_drawing_area();
-        chart.draw(&area).map_err(anyhow::Error::msg)?;
+        chart.draw(&area)?;
         area.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
     }
     std::fs::rename(&tmp, &png)?;
@@ -79,7 +85,7 @@ pub fn bar_frame<'a, DB: DrawingBackend>(
     labels: &[String],
     ymax: f64,
     ydesc: &str,
-) -> Result<BarChart<'a, DB>, String> {
+) -> Result<BarChart<'a, DB>, PlotError> {
     let n = labels.len();
     // Integer ranges are inclusive in plotters: 0..n-1 gives n segments.
     let mut chart = ChartBuilder::on(area)

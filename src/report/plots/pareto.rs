@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, err, label, Chart, FONT};
+use super::{color, err, label, Chart, PlotError, FONT};
 use crate::analysis::aggregate::Group;
 
 pub struct Pareto<'a> {
@@ -33,7 +33,7 @@ pub fn front(points: &[(f64, f64)]) -> Vec<usize> {
 }
 
 impl Chart for Pareto<'_> {
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         area.fill(&WHITE).map_err(err)?;
         let pts: Vec<(f64, f64)> = self
             .groups

@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{bar_frame, color, err, label, Chart, FONT};
+use super::{bar_frame, color, err, label, Chart, PlotError, FONT};
 use crate::analysis::aggregate::Group;
 
 /// The layers that make up what a run sends and receives.
@@ -23,7 +23,7 @@ pub struct TokensByMode<'a> {
 }
 
 impl Chart for TokensByMode<'_> {
-    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> Result<(), PlotError> {
         area.fill(&WHITE).map_err(err)?;
         let n = self.groups.len();
         let totals: Vec<f64> = self

@@ -1,0 +1,178 @@
+//! The expectation language (DESIGN §4, §8): what a query's calls should be.
+//!
+//! An [`Expect`] holds required [`Step`]s (each satisfied by any one of its
+//! alternatives, optionally more than once), calls that are allowed but never
+//! required, ordering (all-or-nothing `sequence`, or `before` pairs between step ids)
+//! and forbidden addresses. An expectation that uses none of the keys added in format
+//! v2 (`allow`, `any_of`, `id`, `count`, `before`) is *classic* and is scored exactly
+//! as before they existed ([`Expect::is_classic`]).
+
+use std::collections::BTreeMap;
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+pub use super::raw::Order;
+use crate::catalog::Address;
+
+/// How a string argument is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compare {
+    /// Character for character.
+    Exact,
+    /// BFCL's standardisation: case, spaces and `,./-_*^` ignored.
+    Standard,
+}
+
+/// One call that satisfies a step.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectedCall {
+    pub address: Address,
+    /// Parameter → accepted values (BFCL style). Parameters not named are not judged.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub args: BTreeMap<String, Vec<Value>>,
+    /// For `database:<db>/query`: reference SQL; the model's query is right when it
+    /// returns the same rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+    /// SQL rows are compared in order (only when the expectation says so).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub ordered: bool,
+    /// The model's SQL may select columns beyond the reference's.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub extra_columns: bool,
+    /// Per-parameter comparison, overriding the default for that parameter.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub compare: BTreeMap<String, Compare>,
+}
+
+impl ExpectedCall {
+    pub fn to(address: Address) -> ExpectedCall {
+        ExpectedCall {
+            address,
+            args: BTreeMap::new(),
+            sql: None,
+            ordered: false,
+            extra_columns: false,
+            compare: BTreeMap::new(),
+        }
+    }
+}
+
+/// A required step: any one of `alternatives` satisfies it, `count` times.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub id: Option<String>,
+    pub alternatives: Vec<ExpectedCall>,
+    pub count: usize,
+}
+
+impl Step {
+    pub fn one(call: ExpectedCall) -> Step {
+        Step {
+            id: None,
+            alternatives: vec![call],
+            count: 1,
+        }
+    }
+
+    /// The alternative a reference run takes (the first).
+    pub fn canonical(&self) -> &ExpectedCall {
+        &self.alternatives[0]
+    }
+
+    /// Whether `address` satisfies this step (by address).
+    pub fn admits(&self, address: &Address) -> bool {
+        self.alternatives.iter().any(|c| &c.address == address)
+    }
+
+    pub fn is_skill(&self) -> bool {
+        self.alternatives
+            .iter()
+            .all(|c| matches!(c.address, Address::Skill(_)))
+    }
+}
+
+/// A step with one alternative, no id and count 1 is written as that call, as before
+/// steps existed.
+impl Serialize for Step {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.id.is_none() && self.count == 1 && self.alternatives.len() == 1 {
+            return self.alternatives[0].serialize(s);
+        }
+        let mut m = s.serialize_map(None)?;
+        if let Some(id) = &self.id {
+            m.serialize_entry("id", id)?;
+        }
+        if self.alternatives.len() == 1 {
+            m.serialize_entry("call", &self.alternatives[0])?;
+        } else {
+            m.serialize_entry("any_of", &self.alternatives)?;
+        }
+        if self.count != 1 {
+            m.serialize_entry("count", &self.count)?;
+        }
+        m.end()
+    }
+}
+
+/// A call that is permitted but never required: any call to `address` (whose
+/// arguments match `args`, when given).
+#[derive(Debug, Clone, Serialize)]
+pub struct Allowed {
+    pub address: Address,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub args: BTreeMap<String, Vec<Value>>,
+}
+
+/// What a query should produce.
+#[derive(Debug, Clone, Serialize)]
+pub struct Expect {
+    pub calls: Vec<Step>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allow: Vec<Allowed>,
+    pub order: Order,
+    /// Pairs of step ids: every call of the first before any call of the second.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<(String, String)>,
+    pub forbid: Vec<Address>,
+}
+
+impl Expect {
+    /// Whether none of the v2 keys is used: then scoring is the classic one
+    /// (addresses as a set, duplicates collapse, no alternatives).
+    pub fn is_classic(&self) -> bool {
+        self.allow.is_empty()
+            && self.before.is_empty()
+            && self
+                .calls
+                .iter()
+                .all(|s| s.id.is_none() && s.count == 1 && s.alternatives.len() == 1)
+    }
+
+    /// The calls a reference run makes, in order: each step's first alternative,
+    /// `count` times.
+    pub fn canonical_calls(&self) -> Vec<&ExpectedCall> {
+        self.calls
+            .iter()
+            .flat_map(|s| std::iter::repeat_n(s.canonical(), s.count))
+            .collect()
+    }
+
+    /// Every call any step may be satisfied by.
+    pub fn all_alternatives(&self) -> impl Iterator<Item = &ExpectedCall> {
+        self.calls.iter().flat_map(|s| s.alternatives.iter())
+    }
+
+    /// Whether no call is required.
+    pub fn expects_nothing(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Serializes as a map (for outcome records).
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("expectations serialize")
+    }
+}
