@@ -60,11 +60,12 @@ pub enum Message {
     },
 }
 
-/// Everything sent in one request.
-#[derive(Debug, Clone, Default, Serialize)]
+/// Everything sent in one request. The tool list is shared: every request of a
+/// scenario × mode with all tools loaded sends the same one, so it is not copied.
+#[derive(Debug, Clone, Default)]
 pub struct Context {
     pub system: String,
-    pub tools: Vec<ToolDef>,
+    pub tools: std::sync::Arc<[ToolDef]>,
     pub messages: Vec<Message>,
 }
 

@@ -397,7 +397,7 @@ fn selection_step_and_request_tools() {
         .map(|t| t.name.clone())
         .collect();
     assert_eq!(names, ["calculator", "request_tools"]);
-    let rt = comp.visible_tools(&st).pop().unwrap();
+    let rt = comp.visible_tools(&st).last().unwrap().clone();
     assert!(rt.description.contains("- connector: Call actions of external API connectors. Discover a connector first to see its a..."), "{}", rt.description);
     let r = comp.resolve(
         &ToolCall::new(

@@ -268,7 +268,7 @@ impl LexicalSession {
 /// Every option the context shows, with the text it is ranked by.
 fn options(cx: &Context) -> Vec<(Option_, String)> {
     let mut out = Vec::new();
-    for t in &cx.tools {
+    for t in cx.tools.iter() {
         let props = t.parameters.get("properties");
         let enum_of = |p: &str| -> Vec<String> {
             props

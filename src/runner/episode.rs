@@ -147,10 +147,10 @@ impl Episode<'_> {
             // fixed tools (rendered and counted once per run; `request_tools`, the one
             // tool whose text changes, is a reserved name), else counted now.
             let tool_text = |t: &crate::wire::ToolDef| match unit.tool_texts.get(&t.name) {
-                Some((n, text)) => (*n, text.clone()),
+                Some((n, text)) => (*n, std::borrow::Cow::Borrowed(text.as_str())),
                 None => {
                     let text = t.wire_json();
-                    (c.count(&text), text)
+                    (c.count(&text), std::borrow::Cow::Owned(text))
                 }
             };
             if turn == 1 {
@@ -160,10 +160,15 @@ impl Episode<'_> {
                     ledger.system,
                     Some(cx.system.clone()),
                 ));
-                for t in &cx.tools {
+                for t in cx.tools.iter() {
                     let (n, text) = tool_text(t);
                     ledger.tool_defs += n;
-                    entered.push(Entry::new(Layer::ToolDefs, t.name.clone(), n, Some(text)));
+                    entered.push(Entry::new(
+                        Layer::ToolDefs,
+                        t.name.clone(),
+                        n,
+                        Some(text.into_owned()),
+                    ));
                 }
                 entered.push(Entry::new(
                     Layer::Query,
@@ -179,12 +184,16 @@ impl Episode<'_> {
                         Layer::Fetched,
                         format!("tool definition {}", t.name),
                         n,
-                        Some(text),
+                        Some(text.into_owned()),
                     ));
                 }
             }
             seen_tools.extend(cx.tools.iter().map(|t| t.name.clone()));
-            let req = c.context(&cx);
+            // The whole request, as `Counter::context` counts it, with the mode's
+            // fixed texts taken from the unit.
+            let req = unit.system_tokens
+                + cx.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
+                + cx.messages.iter().map(|m| c.message(m)).sum::<usize>();
             if turn == 1 {
                 ledger.first_turn = req;
             }

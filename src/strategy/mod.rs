@@ -160,7 +160,7 @@ pub struct Composite {
     catalog: Arc<Catalog>,
     parts: Vec<Box<dyn Strategy>>,
     system: String,
-    tools: Vec<ToolDef>,
+    tools: Arc<[ToolDef]>,
     owner: HashMap<String, usize>,
     selection: SelectionConfig,
     templates: Arc<Templates>,
@@ -233,7 +233,7 @@ impl Composite {
             catalog: catalog.clone(),
             parts,
             system,
-            tools,
+            tools: tools.into(),
             owner,
             selection,
             templates: templates.clone(),
@@ -281,8 +281,9 @@ impl Composite {
         st
     }
 
-    /// The tool list of the next request.
-    pub fn visible_tools(&self, state: &State) -> Vec<ToolDef> {
+    /// The tool list of the next request (shared, not copied, while every tool is
+    /// loaded).
+    pub fn visible_tools(&self, state: &State) -> Arc<[ToolDef]> {
         match &state.active {
             None => self.tools.clone(),
             Some(active) => {
@@ -299,7 +300,7 @@ impl Composite {
                 {
                     v.push(rt);
                 }
-                v
+                v.into()
             }
         }
     }

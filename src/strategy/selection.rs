@@ -51,7 +51,7 @@ pub fn context(
     let system = t.render("selection.j2", json!({"tools": list, "max": cfg.max}))?;
     Ok(Context {
         system,
-        tools: Vec::new(),
+        tools: Default::default(),
         messages: vec![Message::User {
             content: query.to_string(),
         }],
