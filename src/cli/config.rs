@@ -83,6 +83,8 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
     if selection.max == 0 {
         return Err(Failure::Usage("--selection-max must be at least 1".into()));
     }
+    // The tokenizer's tables take a while to build: build them while the scenarios load.
+    let counter = std::thread::spawn(move || Counter::new(encoding));
     let scenario_paths = default_paths(&c.scenarios);
     let scenarios = scenario::load_all(&scenario_paths)?;
     let templates = Arc::new(templates);
@@ -108,7 +110,7 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         scenario_paths,
         scenarios,
         modes,
-        counter: Counter::new(encoding),
+        counter: counter.join().expect("the tokenizer builds"),
         templates,
         templates_dir: c.templates.clone(),
         selection,

@@ -41,18 +41,14 @@ pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
         return Vec::new();
     }
     let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let mut df: HashMap<&str, usize> = HashMap::new();
-    for d in &docs {
-        let mut seen: Vec<&str> = d.iter().map(String::as_str).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        for w in seen {
-            *df.entry(w).or_default() += 1;
-        }
-    }
     let mut q = tokenize(query);
     q.sort();
     q.dedup();
+    // Document frequencies are needed for the query's terms only.
+    let df: HashMap<&str, usize> = q
+        .iter()
+        .map(|t| (t.as_str(), docs.iter().filter(|d| d.contains(t)).count()))
+        .collect();
     docs.iter()
         .map(|d| {
             let len = d.len() as f64;
