@@ -810,3 +810,76 @@ fn progressive_first_turn_is_at_most_a_quarter_of_legacy_on_enterprise_hub() {
     let (p, l) = (mean("progressive"), mean("legacy"));
     assert!(p <= 0.25 * l, "progressive {p} vs legacy {l}");
 }
+
+/// Fixture responses answer by address and argument values (first matching `when`,
+/// else the default entry, else the tool's own response, else `{"status":"ok"}`), and
+/// `validate --fixtures` lists the expected tools that still have none.
+#[test]
+fn fixture_responses_answer_by_arguments_and_validate_lists_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("snapshot")).unwrap();
+    std::fs::create_dir_all(dir.path().join("invalid-support")).unwrap();
+    std::fs::copy(
+        "fixtures/invalid-support/people.sql",
+        dir.path().join("invalid-support/people.sql"),
+    )
+    .unwrap();
+    let tiny = std::fs::read_to_string("fixtures/snapshot/tiny.yaml").unwrap();
+    let with = tiny.replacen(
+        "  builtins:",
+        "  responses:\n    - {address: mcp:github/create_issue, when: {repo: [acme/app]}, response: {number: 42}}\n    - {address: mcp:github/create_issue, response: {number: 1}}\n    - {address: connector:erp/get_order, when: {order_id: [\"7\"]}, response: {order_id: \"7\", total: 1}}\n  builtins:",
+        1,
+    );
+    let path = dir.path().join("snapshot/tiny.yaml");
+    std::fs::write(&path, &with).unwrap();
+    let sc = scenario::load(&path).unwrap();
+    let t = Arc::new(Templates::builtin());
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = tiny_composite(&sc, &t, "legacy", SelectionConfig::default());
+    let mut st = comp.new_state();
+    let mut answer = |tool: &str, args: Value| {
+        let r = comp.resolve(&ToolCall::new("c", tool, &args), &mut st, &dbs);
+        serde_json::from_str::<Value>(&r.content).unwrap()
+    };
+    let issue = |repo: &str| json!({"repo": repo, "title": "t"});
+    assert_eq!(
+        answer("github__create_issue", issue("acme/app")),
+        json!({"number": 42})
+    );
+    assert_eq!(
+        answer("github__create_issue", issue("other/repo")),
+        json!({"number": 1})
+    );
+    assert_eq!(
+        answer("erp__get_order", json!({"order_id": "7"})),
+        json!({"order_id": "7", "total": 1})
+    );
+    // Not matched: the action's own response.
+    assert_eq!(
+        answer("erp__get_order", json!({"order_id": "9921"})),
+        json!({"order_id": "9921", "total": 84.5})
+    );
+    assert_eq!(
+        answer("calculator", json!({"expression": "1+1"})),
+        json!({"status": "ok"})
+    );
+
+    // The original tiny scenario: create_issue has no fixture; get_order has one.
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate", "--fixtures", "fixtures/snapshot/tiny.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("no fixture: issue: mcp:github/create_issue"),
+        "{text}"
+    );
+    assert!(!text.contains("get_order"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate", "--fixtures"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no fixture"));
+}

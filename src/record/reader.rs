@@ -123,7 +123,12 @@ pub fn read<T: DeserializeOwned>(
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed: Result<T, _> = serde_json::from_slice(&buf);
+        // Whole-line UTF-8 validation (fast) and then a parse from `str`, which need not
+        // re-validate every string: a million-line file reads faster this way.
+        let parsed: Result<T, String> = match std::str::from_utf8(&buf) {
+            Ok(text) => serde_json::from_str(text).map_err(|e| e.to_string()),
+            Err(_) => Err("not UTF-8".to_string()),
+        };
         match parsed {
             Ok(v) => {
                 if let Some(found) = declared_format(&buf) {
@@ -146,12 +151,7 @@ pub fn read<T: DeserializeOwned>(
                     bytes: buf.clone(),
                 });
             }
-            Err(e) => {
-                let message = if std::str::from_utf8(&buf).is_err() {
-                    "not UTF-8".to_string()
-                } else {
-                    e.to_string()
-                };
+            Err(message) => {
                 return Err(RecordError::Malformed {
                     path: path.to_path_buf(),
                     line,
