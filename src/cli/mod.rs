@@ -144,6 +144,8 @@ pub struct RunArgs {
     /// Retries of a model request that failed in a way that may pass (429, 5xx, timeout).
     #[arg(long, default_value_t = crate::runner::retry::DEFAULT_MAX_RETRIES)]
     pub max_retries: u32,
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
     /// Never draw a progress bar.
     #[arg(long)]
     pub no_progress: bool,
@@ -153,6 +155,33 @@ pub struct RunArgs {
     /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
+}
+
+/// How the HTTP model backends are reached (keys come from the environment only).
+#[derive(Args, Debug, Clone, Default)]
+pub struct EndpointArgs {
+    /// A YAML file naming model endpoints (name, provider, model, base URL, the
+    /// environment variable holding the key, sampling, prices); `--model NAME` picks one.
+    #[arg(long = "models", value_name = "FILE")]
+    pub models_file: Option<PathBuf>,
+    /// Base URL for `openai:<model>` [default: OPENAI_BASE_URL, else OpenAI's]
+    #[arg(long, value_name = "URL")]
+    pub openai_base_url: Option<String>,
+    /// Base URL for `anthropic:<model>` [default: ANTHROPIC_BASE_URL, else Anthropic's]
+    #[arg(long, value_name = "URL")]
+    pub anthropic_base_url: Option<String>,
+    /// Seconds before a model request times out (and is retried).
+    #[arg(long, default_value_t = 120.0)]
+    pub request_timeout: f64,
+    /// Sampling temperature sent to HTTP models (a models-file entry's own wins).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Output token limit sent to HTTP models.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling seed sent to models that take one.
+    #[arg(long)]
+    pub seed: Option<i64>,
 }
 
 #[derive(Args, Debug)]

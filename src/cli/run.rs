@@ -11,9 +11,12 @@ use anyhow::Context as _;
 
 use super::config::{self, Prepared};
 use super::report_cmd::{finish_report, load_baseline};
+use super::EndpointArgs;
 use super::{Environment, Failure, RunArgs};
 use crate::analysis::compare;
-use crate::model::{self, Backend};
+use crate::model::http::Sampling;
+use crate::model::models_file::ModelsFile;
+use crate::model::{self, Backend, ModelOptions};
 use crate::record::manifest::{Manifest, Shard};
 use crate::record::writer::{self, OutcomeWriter};
 use crate::record::{reader, KeyView, OutcomeKey, FORMAT_VERSION};
@@ -103,10 +106,32 @@ struct Ready {
 }
 
 /// The backends of `--model` values (default: both mock models).
-fn backends(models: &[String]) -> Result<Vec<Arc<dyn Backend>>, Failure> {
+fn backends(models: &[String], e: &EndpointArgs) -> Result<Vec<Arc<dyn Backend>>, Failure> {
+    let file = match &e.models_file {
+        Some(p) => Some(ModelsFile::load(p).map_err(|m| Failure::Usage(format!("--models: {m}")))?),
+        None => None,
+    };
+    if !(e.request_timeout > 0.0 && e.request_timeout.is_finite()) {
+        return Err(Failure::Usage(
+            "--request-timeout must be a positive number of seconds".into(),
+        ));
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let o = ModelOptions {
+        models_file: file.as_ref(),
+        openai_base_url: e.openai_base_url.clone(),
+        anthropic_base_url: e.anthropic_base_url.clone(),
+        timeout: Duration::from_secs_f64(e.request_timeout),
+        sampling: Sampling {
+            temperature: e.temperature,
+            max_tokens: e.max_tokens,
+            seed: e.seed,
+        },
+        env: &env,
+    };
     models
         .iter()
-        .map(|m| model::build(m).map_err(|e| Failure::Usage(format!("--model: {e}"))))
+        .map(|m| model::build_with(m, &o).map_err(|e| Failure::Usage(format!("--model: {e}"))))
         .collect()
 }
 
@@ -167,7 +192,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
     } else {
         a.models.clone()
     };
-    let backends = backends(&models)?;
+    let backends = backends(&models, &a.endpoints)?;
     let (repeat, max_turns) = config::repeat_and_turns(a.repeat, a.max_turns)?;
     let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
     if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
@@ -236,7 +261,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
     }
     let common = config::resume_common(s, &a.common)?;
     let p = config::prepare(&common)?;
-    let backends = backends(&s.models)?;
+    let backends = backends(&s.models, &a.endpoints)?;
     let (plan, now, counter) = build(
         p,
         recorded.run_id.clone(),

@@ -9,8 +9,12 @@
 //! [`lexical`] sees only the context and ranks what it shows with BM25. Both are
 //! deterministic and never fail.
 
+pub mod anthropic;
 pub mod bm25;
+pub mod http;
 pub mod lexical;
+pub mod models_file;
+pub mod openai;
 pub mod oracle;
 
 use std::sync::{Arc, Mutex};
@@ -46,6 +50,8 @@ pub struct Answer {
     pub usage: Option<Usage>,
     /// How long the answer took, when the backend measures it.
     pub latency: Option<Duration>,
+    /// The answer was cut by the output token limit.
+    pub truncated: bool,
 }
 
 impl From<Response> for Answer {
@@ -54,6 +60,7 @@ impl From<Response> for Answer {
             response,
             usage: None,
             latency: None,
+            truncated: false,
         }
     }
 }
@@ -75,6 +82,9 @@ pub enum ModelError {
     Authentication(String),
     #[error("the answer could not be decoded: {0}")]
     Undecodable(String),
+    /// The connection failed or was reset, or the answer was cut off mid-way.
+    #[error("connection failed: {0}")]
+    Connection(String),
 }
 
 impl ModelError {
@@ -82,7 +92,10 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            ModelError::RateLimited { .. } | ModelError::Timeout | ModelError::Server { .. }
+            ModelError::RateLimited { .. }
+                | ModelError::Timeout
+                | ModelError::Server { .. }
+                | ModelError::Connection(_)
         )
     }
 
@@ -126,20 +139,72 @@ pub trait Session: Send {
     async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError>;
 }
 
-/// The model names `--model` accepts.
+/// The mock model names `--model` accepts (besides `openai:<model>`,
+/// `anthropic:<model>` and the entries of a `--models` file).
 pub const MODELS: [&str; 2] = ["oracle", "lexical"];
 
-/// A `--model` value that names no backend.
+/// A `--model` value that names no backend, or one that cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown model `{name}`; available: {all}", name = .0, all = MODELS.join(", "))]
-pub struct UnknownModel(pub String);
+pub enum UnknownModel {
+    #[error("unknown model `{0}`; available: oracle, lexical, openai:<model>, anthropic:<model>, or a name from --models")]
+    Name(String),
+    #[error("model `{name}`: {message}")]
+    Setup { name: String, message: String },
+}
 
-/// Builds a backend from its CLI name.
+/// Where the HTTP backends get what `--model` does not say.
+pub struct ModelOptions<'a> {
+    pub models_file: Option<&'a models_file::ModelsFile>,
+    /// `--openai-base-url`, else `OPENAI_BASE_URL`, else OpenAI's.
+    pub openai_base_url: Option<String>,
+    /// `--anthropic-base-url`, else `ANTHROPIC_BASE_URL`, else Anthropic's.
+    pub anthropic_base_url: Option<String>,
+    pub timeout: Duration,
+    pub sampling: http::Sampling,
+    /// Reads an environment variable (keys are read from the environment only).
+    pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+}
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+impl Default for ModelOptions<'_> {
+    fn default() -> Self {
+        ModelOptions {
+            models_file: None,
+            openai_base_url: None,
+            anthropic_base_url: None,
+            timeout: http::DEFAULT_TIMEOUT,
+            sampling: http::Sampling::default(),
+            env: &no_env,
+        }
+    }
+}
+
+/// Builds a mock backend from its CLI name (`oracle`, `lexical`).
 pub fn build(spec: &str) -> Result<Arc<dyn Backend>, UnknownModel> {
-    match spec {
-        "oracle" => Ok(Arc::new(oracle::Oracle)),
-        "lexical" => Ok(Arc::new(lexical::Lexical)),
-        other => Err(UnknownModel(other.to_string())),
+    build_with(spec, &ModelOptions::default())
+}
+
+/// Builds a backend from a `--model` value: a mock, `openai:<model>`,
+/// `anthropic:<model>`, or the name of a `--models` file entry.
+pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, UnknownModel> {
+    let setup = |message: String| UnknownModel::Setup {
+        name: spec.to_string(),
+        message,
+    };
+    if let Some(entry) = o.models_file.and_then(|f| f.get(spec)) {
+        return entry.backend(o).map_err(setup);
+    }
+    match spec.split_once(':') {
+        None if spec == "oracle" => Ok(Arc::new(oracle::Oracle)),
+        None if spec == "lexical" => Ok(Arc::new(lexical::Lexical)),
+        Some((p @ ("openai" | "anthropic"), model)) if !model.is_empty() => {
+            let entry = models_file::Entry::direct(spec, p, model, o);
+            entry.backend(o).map_err(setup)
+        }
+        _ => Err(UnknownModel::Name(spec.to_string())),
     }
 }
 

@@ -160,6 +160,9 @@ pub struct TurnRecord {
     /// do not, so their outcomes are the same on every run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<u64>,
+    /// The answer was cut by the output token limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// The selection step of one episode.

@@ -210,12 +210,14 @@ impl Episode<'_> {
                         entered,
                         usage: None,
                         latency_ms: None,
+                        truncated: false,
                     });
                     break;
                 }
             };
             let usage = answer.usage;
             let latency_ms = answer.latency.map(|d| d.as_millis() as u64);
+            let truncated = answer.truncated;
             let Response {
                 text,
                 calls: tool_calls,
@@ -237,6 +239,7 @@ impl Episode<'_> {
                     entered,
                     usage,
                     latency_ms,
+                    truncated,
                 });
                 break;
             }
@@ -307,6 +310,7 @@ impl Episode<'_> {
                 entered,
                 usage,
                 latency_ms,
+                truncated,
             });
             if turn == unit.max_turns {
                 hit_max_turns = true;

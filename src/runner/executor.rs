@@ -74,7 +74,7 @@ pub fn execute(
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(jobs.min(cores))
-        .enable_time()
+        .enable_all()
         .thread_name("discbench-episode")
         .build()
         .context("cannot start the async runtime")?;

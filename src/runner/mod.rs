@@ -49,7 +49,7 @@ pub fn run_one(
     counter: &crate::tokens::Counter,
 ) -> Outcome {
     let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .expect("a current-thread runtime starts");
     let it = &plan.items[item];

@@ -1,0 +1,199 @@
+//! `anthropic:<model>`: the Messages API with tools.
+//!
+//! The context becomes `system`, `messages` whose assistant turns carry `text` and
+//! `tool_use` blocks and whose tool results go back as `tool_result` blocks in a user
+//! turn (consecutive results together), `tools` with `input_schema`, and `max_tokens`
+//! (required by the API: 4,096 unless set). The answer's text and `tool_use` blocks,
+//! stop reason and `usage` (input, output, cache-read input tokens) are read back.
+
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::http::{self, Endpoint};
+use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use crate::record::Usage;
+use crate::wire::{Context, Message, Response, ToolCall};
+
+/// The default base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// The API version header discbench speaks.
+pub const API_VERSION: &str = "2023-06-01";
+/// `max_tokens` when the endpoint sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+pub struct Anthropic {
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+impl Anthropic {
+    pub fn new(endpoint: Endpoint) -> Result<Anthropic, String> {
+        Ok(Anthropic {
+            client: http::client(endpoint.timeout)?,
+            endpoint,
+        })
+    }
+}
+
+impl Backend for Anthropic {
+    fn name(&self) -> &str {
+        &self.endpoint.name
+    }
+
+    fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+        Box::new(AnthropicSession {
+            endpoint: self.endpoint.clone(),
+            client: self.client.clone(),
+        })
+    }
+}
+
+struct AnthropicSession {
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+/// The request body for a context.
+pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
+    let mut messages: Vec<Value> = Vec::new();
+    let mut results: Vec<Value> = Vec::new();
+    let flush = |messages: &mut Vec<Value>, results: &mut Vec<Value>| {
+        if !results.is_empty() {
+            messages.push(json!({"role": "user", "content": std::mem::take(results)}));
+        }
+    };
+    for m in &cx.messages {
+        match m {
+            Message::Tool {
+                tool_call_id,
+                content,
+                ..
+            } => results.push(
+                json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
+            ),
+            Message::User { content } => {
+                flush(&mut messages, &mut results);
+                messages.push(json!({"role": "user", "content": content}));
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => {
+                flush(&mut messages, &mut results);
+                let mut blocks = Vec::new();
+                if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
+                    blocks.push(json!({"type": "text", "text": t}));
+                }
+                for c in tool_calls {
+                    // The API takes an object; arguments that were not one are sent as
+                    // an empty input (the error was already answered to the model).
+                    let input = match serde_json::from_str::<Value>(&c.arguments) {
+                        Ok(v @ Value::Object(_)) => v,
+                        _ => json!({}),
+                    };
+                    blocks.push(
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}),
+                    );
+                }
+                messages.push(json!({"role": "assistant", "content": blocks}));
+            }
+        }
+    }
+    flush(&mut messages, &mut results);
+    let mut b = Map::new();
+    b.insert("model".into(), json!(endpoint.model));
+    b.insert(
+        "max_tokens".into(),
+        json!(endpoint.sampling.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
+    b.insert("system".into(), json!(cx.system));
+    b.insert("messages".into(), Value::Array(messages));
+    if !cx.tools.is_empty() && purpose == Purpose::Act {
+        b.insert(
+            "tools".into(),
+            cx.tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect(),
+        );
+    }
+    if let Some(t) = endpoint.sampling.temperature {
+        b.insert("temperature".into(), json!(t));
+    }
+    Value::Object(b)
+}
+
+/// Reads a Messages answer.
+pub fn parse(v: &Value) -> Result<Answer, ModelError> {
+    let blocks = v
+        .get("content")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ModelError::Undecodable("no content blocks".into()))?;
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for (i, b) in blocks.iter().enumerate() {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => text.push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("tool_use") => calls.push(ToolCall {
+                id: b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("toolu_{i}")),
+                name: b
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+                arguments: b.get("input").map(Value::to_string).unwrap_or_default(),
+            }),
+            _ => {}
+        }
+    }
+    let usage = v.get("usage").map(|u| Usage {
+        input: u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
+        output: u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
+        cached_input: u.get("cache_read_input_tokens").and_then(Value::as_u64),
+    });
+    Ok(Answer {
+        response: Response {
+            text: (!text.is_empty()).then_some(text),
+            calls,
+        },
+        usage,
+        latency: None,
+        truncated: v.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+    })
+}
+
+#[async_trait::async_trait]
+impl Session for AnthropicSession {
+    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
+        let e = &self.endpoint;
+        let body = body(e, request.purpose, request.context);
+        let mut req = self
+            .client
+            .post(format!("{}/v1/messages", e.base_url))
+            .header("content-type", "application/json")
+            .header("anthropic-version", API_VERSION)
+            .body(body.to_string());
+        if let Some(k) = &e.key {
+            req = req.header("x-api-key", k.expose());
+        }
+        let started = Instant::now();
+        let resp = req.send().await.map_err(http::send_error)?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.map_err(http::body_error)?;
+        if !(200..300).contains(&status) {
+            // 529: the API is overloaded, a server error that may pass.
+            return Err(http::status_error(status, &headers, &text));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
+        let mut a = parse(&v)?;
+        a.latency = Some(started.elapsed());
+        Ok(a)
+    }
+}

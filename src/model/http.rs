@@ -1,0 +1,215 @@
+//! What the HTTP backends share: an endpoint's configuration, the API key held as a
+//! secret that never prints, and the mapping of HTTP outcomes to [`ModelError`]s
+//! (status codes, `retry-after` / `retry-after-ms`, timeouts, cut connections).
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+
+use super::ModelError;
+
+/// The default per-request timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Bytes of an error body kept in a [`ModelError::Rejected`] message.
+const ERROR_BODY: usize = 300;
+
+/// An API key. Its `Debug` and `Display` print `***`, so it cannot reach a log,
+/// an outcome or a report by accident; only the request builder reads it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Sampling and length settings sent with every request.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sampling {
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+}
+
+/// One configured endpoint.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The name outcomes carry (`openai:gpt-4o`, or a models-file entry's name).
+    pub name: String,
+    /// The provider's model id.
+    pub model: String,
+    /// Base URL without a trailing slash, e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    pub key: Option<Secret>,
+    pub sampling: Sampling,
+    pub timeout: Duration,
+}
+
+/// A client for an endpoint: no proxy lookups beyond the environment's, a request
+/// timeout, rustls.
+pub fn client(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+}
+
+/// Maps a failed send (no response) to a model error.
+pub fn send_error(e: reqwest::Error) -> ModelError {
+    if e.is_timeout() {
+        ModelError::Timeout
+    } else {
+        ModelError::Connection(without_url(&e))
+    }
+}
+
+/// Maps a body that could not be read (cut off mid-way, reset) to a model error.
+pub fn body_error(e: reqwest::Error) -> ModelError {
+    if e.is_timeout() {
+        ModelError::Timeout
+    } else {
+        ModelError::Connection(format!("the answer was cut off: {}", without_url(&e)))
+    }
+}
+
+/// A reqwest error's text without the URL (which may carry a key as a query
+/// parameter on some gateways).
+fn without_url(e: &reqwest::Error) -> String {
+    let mut e = e.to_string();
+    if let Some(i) = e.find(" for url (") {
+        e.truncate(i);
+    }
+    e
+}
+
+/// Maps a non-success status to a model error. `headers` give `retry-after-ms` and
+/// `retry-after` (seconds or an HTTP date) for rate limits and overloads.
+pub fn status_error(status: u16, headers: &reqwest::header::HeaderMap, body: &str) -> ModelError {
+    let retry_after = retry_after(headers, SystemTime::now());
+    match status {
+        429 => ModelError::RateLimited { retry_after },
+        401 | 403 => ModelError::Authentication(format!("HTTP {status}: {}", clip(body))),
+        500..=599 => ModelError::Server { status },
+        _ => ModelError::Rejected {
+            status,
+            message: clip(body),
+        },
+    }
+}
+
+fn clip(body: &str) -> String {
+    let body = body.trim();
+    match body.char_indices().nth(ERROR_BODY) {
+        Some((i, _)) => format!("{}…", &body[..i]),
+        None => body.to_string(),
+    }
+}
+
+/// The wait a response asks for: `retry-after-ms`, else `retry-after` as seconds or
+/// as an HTTP date (relative to `now`).
+pub fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        if ms.is_finite() && ms >= 0.0 {
+            return Some(Duration::from_secs_f64(ms / 1000.0));
+        }
+    }
+    let v = get("retry-after")?;
+    if let Ok(secs) = v.parse::<f64>() {
+        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = http_date(v)?;
+    let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    Some(Duration::from_secs(at.saturating_sub(now)))
+}
+
+/// Seconds since the epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
+pub fn http_date(s: &str) -> Option<u64> {
+    let parts: Vec<&str> = s.split_whitespace().collect();
+    let [_, day, month, year, time, "GMT"] = parts.as_slice() else {
+        return None;
+    };
+    let day: u32 = day.parse().ok()?;
+    let month = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ]
+    .iter()
+    .position(|m| m == month)? as u32
+        + 1;
+    let year: i64 = year.parse().ok()?;
+    let hms: Vec<u64> = time.split(':').filter_map(|x| x.parse().ok()).collect();
+    let [h, m, sec] = hms.as_slice() else {
+        return None;
+    };
+    let days = days_from_civil(year, month, day);
+    u64::try_from(days)
+        .ok()
+        .map(|d| d * 86_400 + h * 3600 + m * 60 + sec)
+}
+
+/// Howard Hinnant's days-from-civil algorithm.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m as i64 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d as i64 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn retry_after_in_every_form() {
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_770); // 1994-11-06 08:49:30
+        let h = |k: &'static str, v: &'static str| {
+            let mut m = HeaderMap::new();
+            m.insert(k, HeaderValue::from_static(v));
+            m
+        };
+        assert_eq!(
+            retry_after(&h("retry-after", "2"), now),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(&h("retry-after-ms", "1500"), now),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            retry_after(&h("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT"), now),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(retry_after(&h("retry-after", "soon"), now), None);
+        assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let s = Secret::new("sk-live-123");
+        assert_eq!(format!("{s} {s:?}"), "*** ***");
+        assert_eq!(s.expose(), "sk-live-123");
+    }
+}

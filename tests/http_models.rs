@@ -1,0 +1,625 @@
+//! The HTTP model backends against a real local HTTP server that each test starts on
+//! 127.0.0.1: both APIs' wire formats (tool calls, parallel calls, tool results going
+//! back), provider usage kept per request, misbehaviour scored rather than crashing,
+//! 429 / 5xx / timeouts / cut bodies / malformed JSON mapped and retried or recorded as
+//! infra errors, the concurrency limit, and the API key never reaching a file.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+/// What the server answers.
+enum Reply {
+    Json(u16, Vec<(&'static str, String)>, Value),
+    /// Waits, then answers.
+    Slow(Duration, Value),
+    /// Promises more bytes than it sends, then closes.
+    Cut,
+    /// A complete body that is not JSON.
+    NotJson,
+}
+
+type Script = dyn Fn(&Seen, usize) -> Reply + Send + Sync;
+
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    peak: Arc<AtomicUsize>,
+}
+
+/// Starts a server on 127.0.0.1 that answers each request with `script(request, n)`
+/// (`n`: how many requests came before). It serves until the test process ends.
+fn serve(script: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let script: Arc<Script> = Arc::new(script);
+    let (s2, p2) = (seen.clone(), peak.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (seen, peak, in_flight, script) =
+                (s2.clone(), p2.clone(), in_flight.clone(), script.clone());
+            std::thread::spawn(move || {
+                handle(stream, &seen, &peak, &in_flight, script.as_ref());
+            });
+        }
+    });
+    Server { url, seen, peak }
+}
+
+fn handle(
+    stream: TcpStream,
+    seen: &Mutex<Vec<Seen>>,
+    peak: &AtomicUsize,
+    in_flight: &AtomicUsize,
+    script: &Script,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+        let mut headers = Vec::new();
+        let mut len = 0;
+        loop {
+            let mut h = String::new();
+            reader.read_line(&mut h).unwrap();
+            let h = h.trim_end().to_string();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
+                if k == "content-length" {
+                    len = v.parse().unwrap();
+                }
+                headers.push((k, v));
+            }
+        }
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).unwrap();
+        let req = Seen {
+            path,
+            headers,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        };
+        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        peak.fetch_max(now, Ordering::SeqCst);
+        let n = {
+            let mut s = seen.lock().unwrap();
+            s.push(req.clone());
+            s.len() - 1
+        };
+        let reply = script(&req, n);
+        let write = |out: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]| {
+            let mut head = format!(
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+                body.len()
+            );
+            for (k, v) in extra {
+                head += &format!("{k}: {v}\r\n");
+            }
+            head += "\r\n";
+            let _ = out.write_all(head.as_bytes());
+            let _ = out.write_all(body);
+        };
+        match reply {
+            Reply::Json(status, extra, v) => {
+                write(&mut out, status, &extra, v.to_string().as_bytes())
+            }
+            Reply::Slow(d, v) => {
+                std::thread::sleep(d);
+                write(&mut out, 200, &[], v.to_string().as_bytes());
+            }
+            Reply::NotJson => write(&mut out, 200, &[], b"{\"choices\": [oops"),
+            Reply::Cut => {
+                let _ = out.write_all(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{\"choices\":",
+                );
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                return;
+            }
+        }
+        in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+const KEY: &str = "sk-test-discbench-7Qf3Zr9PLACEHOLDER";
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_discbench"));
+    c.env("CI", "true")
+        .env("OPENAI_API_KEY", KEY)
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_BASE_URL");
+    c
+}
+
+fn ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Runs the tiny scenario under legacy (direct tools, skills inline) with `model`.
+fn run_tiny(out: &Path, model: &str, extra: &[&str]) -> Output {
+    bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "legacy",
+            "--model",
+            model,
+        ])
+        .args(["--run-id", "x", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn outcomes(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("x/outcomes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn by_query<'a>(os: &'a [Value], q: &str) -> &'a Value {
+    os.iter().find(|o| o["query_id"] == q).unwrap()
+}
+
+/// The user's query of an OpenAI request, and whether tool results came back.
+fn openai_turn(body: &Value) -> (String, bool) {
+    let msgs = body["messages"].as_array().unwrap();
+    let q = msgs
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    (q, msgs.iter().any(|m| m["role"] == "tool"))
+}
+
+fn openai_answer(content: Option<&str>, calls: Value) -> Value {
+    let mut msg = json!({"role": "assistant", "content": content});
+    if calls.as_array().is_some_and(|c| !c.is_empty()) {
+        msg["tool_calls"] = calls;
+    }
+    json!({"choices": [{"message": msg, "finish_reason": "stop"}],
+           "usage": {"prompt_tokens": 321, "completion_tokens": 12,
+                     "prompt_tokens_details": {"cached_tokens": 100}}})
+}
+
+fn call(id: &str, name: &str, args: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+}
+
+/// A scripted OpenAI-compatible model for the tiny scenario.
+fn tiny_openai(seen: &Seen) -> Value {
+    let (q, answered) = openai_turn(&seen.body);
+    if answered {
+        return openai_answer(Some("Done."), json!([]));
+    }
+    if q.contains("9921") {
+        openai_answer(
+            None,
+            json!([call("c1", "erp__get_order", "{\"order_id\":\"9921\"}")]),
+        )
+    } else if q.contains("works here") {
+        openai_answer(
+            None,
+            json!([call(
+                "c1",
+                "hr__query",
+                "{\"sql\":\"SELECT name FROM people\"}"
+            )]),
+        )
+    } else if q.contains("issue") {
+        // Two calls in parallel: a right one, and one to a tool that does not exist
+        // with arguments that are not JSON.
+        openai_answer(
+            None,
+            json!([
+                call(
+                    "c1",
+                    "github__create_issue",
+                    "{\"repo\":\"acme/app\",\"title\":\"Crash on start\"}"
+                ),
+                call("c2", "github__close_everything", "{not json")
+            ]),
+        )
+    } else {
+        openai_answer(Some("You're welcome."), json!([]))
+    }
+}
+
+#[test]
+fn openai_tool_calls_parallel_calls_usage_and_misbehaviour() {
+    let server = serve(|s, _| Reply::Json(200, vec![], tiny_openai(s)));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "openai:test-model",
+        &[
+            "--openai-base-url",
+            &format!("{}/v1", server.url),
+            "--temperature",
+            "0",
+            "--seed",
+            "7",
+        ],
+    );
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert_eq!(os.len(), 4);
+    assert!(os
+        .iter()
+        .all(|o| o["model"] == "openai:test-model" && o["infra_error"].is_null()));
+    assert_eq!(by_query(&os, "refund")["score"]["exact"], json!(true));
+    assert_eq!(by_query(&os, "people")["score"]["args_ok"], json!(true));
+    assert_eq!(by_query(&os, "thanks")["score"]["abstain_ok"], json!(true));
+    // The parallel batch: one right call, one unknown tool with broken arguments —
+    // refused and counted as a protocol error (not a crash, and not a selection: only
+    // executed calls are selections).
+    let issue = by_query(&os, "issue");
+    assert_eq!(issue["score"]["exact"], json!(true));
+    assert_eq!(issue["calls"].as_array().unwrap().len(), 2);
+    assert!(
+        issue["protocol"]["schema_violation"].as_u64().unwrap()
+            + issue["protocol"]["unknown_target"].as_u64().unwrap()
+            >= 1
+    );
+    assert_eq!(
+        issue["calls"][1]["arguments"],
+        json!("{not json"),
+        "the raw text is kept"
+    );
+    // Provider usage is kept per request beside discbench's own count.
+    let t = &by_query(&os, "refund")["turns"][0];
+    assert_eq!(
+        t["usage"],
+        json!({"input": 321, "output": 12, "cached_input": 100})
+    );
+    assert!(t["latency_ms"].is_u64());
+    // The wire format: system first, function tools, sampling, results going back.
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|s| s.path == "/v1/chat/completions"));
+    let first = &seen.iter().find(|s| !openai_turn(&s.body).1).unwrap().body;
+    assert_eq!(first["model"], json!("test-model"));
+    assert_eq!(first["messages"][0]["role"], json!("system"));
+    assert_eq!(first["tool_choice"], json!("auto"));
+    assert_eq!(first["parallel_tool_calls"], json!(true));
+    assert_eq!(
+        (first["temperature"].clone(), first["seed"].clone()),
+        (json!(0.0), json!(7))
+    );
+    assert!(first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["function"]["name"] == "erp__get_order"));
+    let follow = seen
+        .iter()
+        .find(|s| openai_turn(&s.body).0.contains("9921") && openai_turn(&s.body).1)
+        .unwrap();
+    let msgs = follow.body["messages"].as_array().unwrap();
+    assert_eq!(
+        msgs[2]["tool_calls"][0]["function"]["name"],
+        json!("erp__get_order")
+    );
+    assert_eq!(msgs[3]["role"], json!("tool"));
+    assert_eq!(msgs[3]["tool_call_id"], json!("c1"));
+    // The key went to the server, and nowhere else.
+    assert!(seen.iter().all(|s| s
+        .headers
+        .contains(&("authorization".into(), format!("Bearer {KEY}")))));
+    assert_no_secret(tmp.path(), &o);
+}
+
+/// Every file the run wrote, and what it printed, is free of the key.
+fn assert_no_secret(dir: &Path, o: &Output) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files += 1;
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+                    "{} holds the key",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(files > 5, "the run wrote its files");
+    for stream in [&o.stdout, &o.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(KEY));
+    }
+}
+
+#[test]
+fn anthropic_tool_use_and_tool_results() {
+    let server = serve(|s, _| {
+        let msgs = s.body["messages"].as_array().unwrap();
+        let q = msgs[0]["content"].as_str().unwrap_or("").to_string();
+        let answered = msgs.iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|b| b.iter().any(|b| b["type"] == "tool_result"))
+        });
+        let body = if !answered && q.contains("9921") {
+            json!({"content": [{"type": "text", "text": "Looking it up."},
+                               {"type": "tool_use", "id": "toolu_1", "name": "erp__get_order", "input": {"order_id": "9921"}}],
+                   "stop_reason": "tool_use", "usage": {"input_tokens": 400, "output_tokens": 20, "cache_read_input_tokens": 50}})
+        } else {
+            json!({"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 500, "output_tokens": 5}})
+        };
+        Reply::Json(200, vec![], body)
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "anthropic:claude-test",
+        &["--anthropic-base-url", &server.url, "--max-tokens", "256"],
+    );
+    ok(&o);
+    let os = outcomes(tmp.path());
+    let refund = by_query(&os, "refund");
+    assert_eq!(refund["score"]["exact"], json!(true), "{refund}");
+    assert_eq!(
+        refund["turns"][0]["usage"],
+        json!({"input": 400, "output": 20, "cached_input": 50})
+    );
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen.iter().all(|s| s.path == "/v1/messages"));
+    assert!(seen
+        .iter()
+        .all(|s| s.headers.contains(&("x-api-key".into(), KEY.into()))));
+    assert!(seen
+        .iter()
+        .all(|s| s.headers.iter().any(|(k, _)| k == "anthropic-version")));
+    let first = &seen[0].body;
+    assert_eq!(first["max_tokens"], json!(256));
+    assert!(first["system"].is_string());
+    assert!(first["tools"][0]["input_schema"].is_object());
+    let follow = seen
+        .iter()
+        .find(|s| s.body["messages"].as_array().unwrap().len() == 3)
+        .expect("the tool result went back");
+    let m = &follow.body["messages"];
+    assert_eq!(m[1]["content"][1]["type"], json!("tool_use"));
+    assert_eq!(m[2]["role"], json!("user"));
+    assert_eq!(m[2]["content"][0]["type"], json!("tool_result"));
+    assert_eq!(m[2]["content"][0]["tool_use_id"], json!("toolu_1"));
+    assert_no_secret(tmp.path(), &o);
+}
+
+#[test]
+fn rate_limits_and_server_errors_are_retried_then_recorded_as_infra_errors() {
+    // Every conversation's first request is refused twice (429 with retry-after-ms,
+    // then 503), then answered.
+    let server = serve(|s, n| {
+        let (_, answered) = openai_turn(&s.body);
+        let _ = n;
+        if !answered {
+            let key = s.body["messages"][1]["content"]
+                .as_str()
+                .unwrap_or("")
+                .to_string();
+            let attempts = ATTEMPTS
+                .lock()
+                .unwrap()
+                .entry(key)
+                .and_modify(|n| *n += 1)
+                .or_insert(1)
+                .to_owned();
+            match attempts {
+                1 => {
+                    return Reply::Json(
+                        429,
+                        vec![("retry-after-ms", "30".into())],
+                        json!({"error": "slow down"}),
+                    )
+                }
+                2 => return Reply::Json(503, vec![], json!({"error": "busy"})),
+                _ => {}
+            }
+        }
+        Reply::Json(200, vec![], tiny_openai(s))
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "openai:m",
+        &["--openai-base-url", &server.url, "--max-retries", "2"],
+    );
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert!(
+        os.iter().all(|o| o["infra_error"].is_null()),
+        "recovered after two retries"
+    );
+    assert_eq!(by_query(&os, "refund")["score"]["exact"], json!(true));
+
+    // A server that always fails: after the retries, an infra error with its cause;
+    // the run goes on and ends normally.
+    let down = serve(|_, _| Reply::Json(500, vec![], json!({"error": "down"})));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "openai:m",
+        &["--openai-base-url", &down.url, "--max-retries", "1"],
+    );
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert_eq!(os.len(), 4);
+    assert!(os
+        .iter()
+        .all(|o| o["infra_error"] == json!("server error (HTTP 500)")));
+    assert_eq!(down.seen.lock().unwrap().len(), 8, "two attempts per item");
+}
+
+static ATTEMPTS: Mutex<std::collections::BTreeMap<String, u32>> =
+    Mutex::new(std::collections::BTreeMap::new());
+
+#[test]
+fn timeouts_cut_bodies_and_malformed_answers() {
+    for (reply, want, requests) in [
+        ("slow", "timed out", 2),
+        ("cut", "connection failed: the answer was cut off", 2),
+        ("not json", "the answer could not be decoded", 1),
+    ] {
+        let server = serve(move |_, _| match reply {
+            "slow" => Reply::Slow(Duration::from_millis(1500), json!({})),
+            "cut" => Reply::Cut,
+            _ => Reply::NotJson,
+        });
+        let tmp = tempfile::tempdir().unwrap();
+        let o = bin()
+            .args([
+                "run",
+                "fixtures/snapshot/tiny.yaml",
+                "--mode",
+                "legacy",
+                "--model",
+                "openai:m",
+            ])
+            .args([
+                "--openai-base-url",
+                &server.url,
+                "--request-timeout",
+                "0.3",
+                "--max-retries",
+                "1",
+            ])
+            .args(["--jobs", "1", "--run-id", "x", "--out"])
+            .arg(tmp.path())
+            .output()
+            .unwrap();
+        ok(&o);
+        let os = outcomes(tmp.path());
+        for o in &os {
+            let e = o["infra_error"].as_str().unwrap_or("");
+            assert!(e.starts_with(want), "{reply}: {e}");
+        }
+        // Timeouts and cut bodies are retried; a complete answer that is not JSON is not.
+        let n = server.seen.lock().unwrap().len();
+        assert_eq!(n, 4 * requests, "{reply}");
+    }
+}
+
+#[test]
+fn no_more_requests_in_flight_than_jobs() {
+    let server = serve(|s, _| Reply::Slow(Duration::from_millis(80), tiny_openai(s)));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "openai:m",
+        &[
+            "--openai-base-url",
+            &server.url,
+            "--jobs",
+            "3",
+            "--repeat",
+            "4",
+        ],
+    );
+    ok(&o);
+    assert_eq!(outcomes(tmp.path()).len(), 16);
+    let peak = server.peak.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&peak), "peak in flight {peak}");
+}
+
+#[test]
+fn a_models_file_names_endpoints_and_never_holds_a_key() {
+    let server = serve(|s, _| Reply::Json(200, vec![], tiny_openai(s)));
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("models.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "models:\n  - name: local\n    provider: openai\n    model: qwen-test\n    base_url: {}/v1\n    api_key_env: DISCBENCH_TEST_KEY\n    max_tokens: 99\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let o = bin()
+        .env("DISCBENCH_TEST_KEY", "sk-other-value")
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "legacy",
+            "--model",
+            "local",
+            "--models",
+        ])
+        .arg(&file)
+        .args(["--run-id", "x", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(outcomes(tmp.path()).iter().all(|o| o["model"] == "local"));
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen
+        .iter()
+        .all(|s| s.body["model"] == "qwen-test" && s.body["max_tokens"] == 99));
+    assert!(seen.iter().all(|s| s
+        .headers
+        .contains(&("authorization".into(), "Bearer sk-other-value".into()))));
+
+    std::fs::write(
+        &file,
+        "models:\n  - {name: x, provider: openai, model: m, api_key: sk-123}\n",
+    )
+    .unwrap();
+    let o = bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--model",
+            "x",
+            "--models",
+        ])
+        .arg(&file)
+        .arg("--out")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("api_key_env"));
+}
