@@ -98,13 +98,59 @@ pub struct Protocol {
     pub overfetch: usize,
     pub turns: usize,
     pub hit_max_turns: bool,
+    /// Answers with neither text nor a call.
+    #[serde(default)]
+    pub empty_answers: usize,
+    /// Answers that wrote a tool call as text instead of making it.
+    #[serde(default)]
+    pub text_calls: usize,
+    /// Answers the provider marked as a refusal.
+    #[serde(default)]
+    pub refusals: usize,
+    /// Answers cut by the output token limit.
+    #[serde(default)]
+    pub truncated: usize,
 }
 
 impl Protocol {
-    /// Errors the strategy answered with: unknown targets, bad subcommands, schema
-    /// violations and calls to tools not loaded.
+    /// Protocol errors: unknown targets, bad subcommands, schema violations, calls to
+    /// tools not loaded, and the model's own misbehaviour (empty answers, calls
+    /// written as text, refusals, answers cut by the token limit).
     pub fn errors(&self) -> usize {
-        self.unknown_target + self.bad_subcommand + self.schema_violation + self.not_loaded
+        self.unknown_target
+            + self.bad_subcommand
+            + self.schema_violation
+            + self.not_loaded
+            + self.empty_answers
+            + self.text_calls
+            + self.refusals
+            + self.truncated
+    }
+}
+
+/// Whether an answer's text is a tool call written out instead of made: the text (a
+/// fenced block's content, or after a `<tool_call>` tag) parses as a JSON object, or
+/// an array of them, whose `name` (or `function.name`) is one of the offered tools.
+pub fn is_text_call(text: &str, offered: &[&str]) -> bool {
+    let mut t = text.trim();
+    if let Some(rest) = t.split_once("<tool_call>").map(|(_, r)| r) {
+        t = rest.split("</tool_call>").next().unwrap_or(rest).trim();
+    }
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        t = rest.split("```").next().unwrap_or(rest).trim();
+    }
+    let names = |v: &Value| -> bool {
+        let name = v
+            .get("name")
+            .or_else(|| v.get("function").and_then(|f| f.get("name")))
+            .and_then(Value::as_str);
+        name.is_some_and(|n| offered.contains(&n))
+    };
+    match serde_json::from_str::<Value>(t) {
+        Ok(v @ Value::Object(_)) => names(&v),
+        Ok(Value::Array(a)) => !a.is_empty() && a.iter().all(names),
+        _ => false,
     }
 }
 
@@ -1150,5 +1196,24 @@ mod tests {
             score_of(&sc, 2, &[q("SELECT id FROM people")]).args_ok,
             Some(false)
         );
+    }
+
+    #[test]
+    fn calls_written_as_text_are_recognised() {
+        let offered = ["erp__get_order", "calculator"];
+        assert!(is_text_call(
+            r#"{"name": "erp__get_order", "arguments": {}}"#,
+            &offered
+        ));
+        assert!(is_text_call(
+            "```json\n[{\"function\": {\"name\": \"calculator\"}}]\n```",
+            &offered
+        ));
+        assert!(is_text_call(
+            "<tool_call>{\"name\": \"calculator\", \"arguments\": {}}</tool_call>",
+            &offered
+        ));
+        assert!(!is_text_call(r#"{"name": "something_else"}"#, &offered));
+        assert!(!is_text_call("The order total is 84.50.", &offered));
     }
 }

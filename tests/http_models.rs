@@ -623,3 +623,57 @@ fn a_models_file_names_endpoints_and_never_holds_a_key() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("api_key_env"));
 }
+
+#[test]
+fn empty_answers_text_calls_refusals_and_truncation_are_protocol_errors() {
+    let server = serve(|s, _| {
+        let (q, _) = openai_turn(&s.body);
+        let body = if q.contains("9921") {
+            // A tool call written as text instead of made.
+            openai_answer(
+                Some("```json\n{\"name\": \"erp__get_order\", \"arguments\": {\"order_id\": \"9921\"}}\n```"),
+                json!([]),
+            )
+        } else if q.contains("works here") {
+            openai_answer(None, json!([]))
+        } else if q.contains("issue") {
+            json!({"choices": [{"message": {"role": "assistant", "content": null,
+                    "refusal": "I can't help with that."}, "finish_reason": "stop"}]})
+        } else {
+            json!({"choices": [{"message": {"role": "assistant", "content": "You're wel"},
+                    "finish_reason": "length"}]})
+        };
+        Reply::Json(200, vec![], body)
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run_tiny(
+        tmp.path(),
+        "openai:m",
+        &["--openai-base-url", &server.url],
+    ));
+    let os = outcomes(tmp.path());
+    let p = |q: &str, k: &str| by_query(&os, q)["protocol"][k].as_u64().unwrap();
+    assert_eq!(p("refund", "text_calls"), 1);
+    assert_eq!(p("people", "empty_answers"), 1);
+    assert_eq!(p("issue", "refusals"), 1);
+    assert_eq!(
+        p("issue", "empty_answers"),
+        0,
+        "a refusal is not an empty answer"
+    );
+    assert_eq!(p("thanks", "truncated"), 1);
+    assert_eq!(
+        by_query(&os, "thanks")["turns"][0]["truncated"],
+        json!(true)
+    );
+    assert!(
+        os.iter().all(|o| o["infra_error"].is_null()),
+        "the model's doing, not the provider's"
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("x/summary.json")).unwrap())
+            .unwrap();
+    let g = &summary["groups"][0];
+    assert_eq!(g["protocol_error"]["k"], json!(4), "every outcome had one");
+    assert_eq!(g["protocol_rates"]["truncated"]["k"], json!(1));
+}

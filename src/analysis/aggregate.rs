@@ -22,7 +22,7 @@ const BATCH: usize = 65_536;
 
 /// Protocol counters whose rate (share of outcomes where the counter is above zero)
 /// is reported, each with its Wilson interval.
-pub const PROTOCOL_RATES: [&str; 8] = [
+pub const PROTOCOL_RATES: [&str; 12] = [
     "blind_calls",
     "unknown_target",
     "bad_subcommand",
@@ -31,6 +31,10 @@ pub const PROTOCOL_RATES: [&str; 8] = [
     "repeat_call",
     "overfetch",
     "hit_max_turns",
+    "empty_answers",
+    "text_calls",
+    "refusals",
+    "truncated",
 ];
 
 /// The ledger layers, in report order.
@@ -91,6 +95,14 @@ struct LineProtocol {
     overfetch: u32,
     turns: u32,
     hit_max_turns: bool,
+    #[serde(default)]
+    empty_answers: u32,
+    #[serde(default)]
+    text_calls: u32,
+    #[serde(default)]
+    refusals: u32,
+    #[serde(default)]
+    truncated: u32,
 }
 
 /// Column buffers for one batch.
@@ -119,7 +131,14 @@ impl Batch {
             s.entry(k).or_default().push(v);
         }
         let p = &l.protocol;
-        let errors = p.unknown_target + p.bad_subcommand + p.schema_violation + p.not_loaded;
+        let errors = p.unknown_target
+            + p.bad_subcommand
+            + p.schema_violation
+            + p.not_loaded
+            + p.empty_answers
+            + p.text_calls
+            + p.refusals
+            + p.truncated;
         for (k, v) in [
             ("repeat", l.repeat),
             ("catalog_size", l.catalog_size),
@@ -132,6 +151,10 @@ impl Batch {
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),
             ("turns", p.turns),
+            ("empty_answers", p.empty_answers),
+            ("text_calls", p.text_calls),
+            ("refusals", p.refusals),
+            ("truncated", p.truncated),
             ("protocol_errors", errors),
         ] {
             self.u.entry(k).or_default().push(v as u64);

@@ -124,6 +124,13 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     Value::Object(b)
 }
 
+fn text_of(blocks: &[Value]) -> String {
+    blocks
+        .iter()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect()
+}
+
 /// Reads a Messages answer.
 pub fn parse(v: &Value) -> Result<Answer, ModelError> {
     let blocks = v
@@ -164,6 +171,8 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         usage,
         latency: None,
         truncated: v.get("stop_reason").and_then(Value::as_str) == Some("max_tokens"),
+        refusal: (v.get("stop_reason").and_then(Value::as_str) == Some("refusal"))
+            .then(|| text_of(blocks)),
     })
 }
 

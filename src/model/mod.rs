@@ -52,6 +52,8 @@ pub struct Answer {
     pub latency: Option<Duration>,
     /// The answer was cut by the output token limit.
     pub truncated: bool,
+    /// The provider marked the answer as a refusal (with its text, if any).
+    pub refusal: Option<String>,
 }
 
 impl From<Response> for Answer {
@@ -61,6 +63,7 @@ impl From<Response> for Answer {
             usage: None,
             latency: None,
             truncated: false,
+            refusal: None,
         }
     }
 }

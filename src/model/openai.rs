@@ -178,6 +178,10 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         usage,
         latency: None,
         truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),
+        refusal: msg
+            .get("refusal")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     })
 }
 

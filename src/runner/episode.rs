@@ -136,6 +136,8 @@ impl Episode<'_> {
         let mut hit_max_turns = false;
         let mut seen_tools: BTreeSet<String> = BTreeSet::new();
         let mut n_turns = 0;
+        // The model's own misbehaviour, counted per answer.
+        let (mut empty, mut text_calls, mut refusals, mut truncs) = (0, 0, 0, 0);
         for turn in 1..=unit.max_turns {
             if infra_error.is_some() {
                 break;
@@ -218,6 +220,18 @@ impl Episode<'_> {
             let usage = answer.usage;
             let latency_ms = answer.latency.map(|d| d.as_millis() as u64);
             let truncated = answer.truncated;
+            truncs += usize::from(truncated);
+            refusals += usize::from(answer.refusal.is_some());
+            let said = answer.response.text.as_deref().unwrap_or("");
+            if answer.response.calls.is_empty() {
+                if said.trim().is_empty() && answer.refusal.is_none() {
+                    empty += 1;
+                }
+                let offered: Vec<&str> = cx.tools.iter().map(|t| t.name.as_str()).collect();
+                if score::is_text_call(said, &offered) {
+                    text_calls += 1;
+                }
+            }
             let Response {
                 text,
                 calls: tool_calls,
@@ -324,7 +338,11 @@ impl Episode<'_> {
             &self.scenario.catalog,
             self.databases,
         );
-        let protocol = score::protocol(&calls, n_turns, hit_max_turns);
+        let mut protocol = score::protocol(&calls, n_turns, hit_max_turns);
+        protocol.empty_answers = empty;
+        protocol.text_calls = text_calls;
+        protocol.refusals = refusals;
+        protocol.truncated = truncs;
         Outcome {
             format: FORMAT_VERSION,
             run_id: self.run_id.to_string(),
