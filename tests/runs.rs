@@ -330,3 +330,46 @@ fn resuming_after_a_change_is_refused_naming_it() {
         lines.lines().count()
     );
 }
+
+#[test]
+fn a_recorded_run_replays_exactly_and_a_changed_request_is_a_named_miss() {
+    let tmp = tempfile::tempdir().unwrap();
+    let rec = run(&tmp.path().join("rec"), &SCENARIOS, &["--record"]);
+    assert!(rec.join("recordings.jsonl").is_file());
+    let replay = format!("replay:{}", rec.display());
+    let rep = run(&tmp.path().join("rep"), &SCENARIOS, &["--model", &replay]);
+    assert_eq!(sorted_lines(&rep), sorted_lines(&rec));
+    assert_eq!(
+        read(&rep.join("summary.json")),
+        read(&rec.join("summary.json"))
+    );
+    let manifest: serde_json::Value = serde_json::from_str(&read(&rep.join("run.json"))).unwrap();
+    assert_eq!(
+        manifest["settings"]["models"],
+        serde_json::json!(["oracle", "lexical"])
+    );
+
+    // Another wording of a template: the request differs, the replay says where, and
+    // the run exits 3.
+    let templates = tmp.path().join("templates");
+    std::fs::create_dir_all(&templates).unwrap();
+    std::fs::write(templates.join("read_skill.j2"), "Read one skill in full.").unwrap();
+    let o = bin()
+        .arg("run")
+        .arg(SCENARIOS[0])
+        .args(["--model", &replay, "--run-id", "x", "--templates"])
+        .arg(&templates)
+        .arg("--out")
+        .arg(tmp.path().join("miss"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let line = read(&tmp.path().join("miss/x/outcomes.jsonl"));
+    assert!(line.contains("no recorded answer for tiny/"), "{line}");
+    assert!(line.contains("the tool definitions differ"), "{line}");
+}

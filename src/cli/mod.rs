@@ -131,6 +131,10 @@ pub struct RunArgs {
     /// The run's id (its directory name) [default: a UTC timestamp]
     #[arg(long, conflicts_with = "resume")]
     pub run_id: Option<String>,
+    /// Keep every model answer in RUN_DIR/recordings.jsonl, keyed by a hash of its
+    /// request, for `--model replay:RUN_DIR`.
+    #[arg(long)]
+    pub record: bool,
     /// Episodes in flight at once.
     #[arg(long, default_value_t = crate::runner::DEFAULT_JOBS)]
     pub jobs: usize,

@@ -16,6 +16,7 @@ use super::{Environment, Failure, RunArgs};
 use crate::analysis::compare;
 use crate::model::http::Sampling;
 use crate::model::models_file::ModelsFile;
+use crate::model::replay::{Recorder, Recording, Replay, Tape};
 use crate::model::{self, Backend, ModelOptions};
 use crate::record::manifest::{Manifest, Shard};
 use crate::record::writer::{self, OutcomeWriter};
@@ -63,6 +64,20 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
             .map_err(Failure::Infra)?;
     }
     let writer = OutcomeWriter::open(&dir).map_err(Failure::Infra)?;
+    let backends = if a.record {
+        let recorder = Recorder::open(&dir).map_err(Failure::Infra)?;
+        backends
+            .into_iter()
+            .map(|inner| {
+                Arc::new(Recording {
+                    inner,
+                    recorder: recorder.clone(),
+                }) as Arc<dyn Backend>
+            })
+            .collect()
+    } else {
+        backends
+    };
     let progress = Progress::new(if a.no_progress {
         ProgressKind::Off
     } else if env.stderr_is_terminal && !env.is_ci {
@@ -90,8 +105,16 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
         total: manifest.assigned,
         already_done,
     };
-    crate::runner::execute(work, opts, listeners).map_err(Failure::Infra)?;
-    finish_report(&dir, baseline.as_ref(), &thresholds, true, out)
+    let stats = crate::runner::execute(work, opts, listeners).map_err(Failure::Infra)?;
+    let code = finish_report(&dir, baseline.as_ref(), &thresholds, true, out)?;
+    if stats.replay_misses > 0 {
+        eprintln!(
+            "{} outcomes had no recorded answer to replay (their infra_error says where the request differs); the replay is not the recorded run",
+            stats.replay_misses
+        );
+        return Ok(crate::exit::INFRA);
+    }
+    Ok(code)
 }
 
 /// A validated run, ready to execute.
@@ -105,8 +128,11 @@ struct Ready {
     already_done: usize,
 }
 
-/// The backends of `--model` values (default: both mock models).
-fn backends(models: &[String], e: &EndpointArgs) -> Result<Vec<Arc<dyn Backend>>, Failure> {
+/// The model names and backends of `--model` values: `replay:PATH` stands for every
+/// model its recording holds.
+type Models = (Vec<String>, Vec<Arc<dyn Backend>>);
+
+fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
     let file = match &e.models_file {
         Some(p) => Some(ModelsFile::load(p).map_err(|m| Failure::Usage(format!("--models: {m}")))?),
         None => None,
@@ -129,10 +155,32 @@ fn backends(models: &[String], e: &EndpointArgs) -> Result<Vec<Arc<dyn Backend>>
         },
         env: &env,
     };
-    models
-        .iter()
-        .map(|m| model::build_with(m, &o).map_err(|e| Failure::Usage(format!("--model: {e}"))))
-        .collect()
+    let mut names = Vec::new();
+    let mut out: Vec<Arc<dyn Backend>> = Vec::new();
+    for spec in specs {
+        if let Some(path) = spec.strip_prefix("replay:") {
+            let tape = Arc::new(
+                Tape::load(Path::new(path))
+                    .map_err(|e| Failure::Usage(format!("--model {spec}: {e:#}")))?,
+            );
+            for name in &tape.models {
+                names.push(name.clone());
+                out.push(Arc::new(Replay {
+                    name: name.clone(),
+                    tape: tape.clone(),
+                }));
+            }
+            continue;
+        }
+        let b = model::build_with(spec, &o).map_err(|e| Failure::Usage(format!("--model: {e}")))?;
+        names.push(b.name().to_string());
+        out.push(b);
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = names.iter().find(|n| !seen.insert(*n)) {
+        return Err(Failure::Usage(format!("--model: `{dup}` is given twice")));
+    }
+    Ok((names, out))
 }
 
 /// Builds the plan and the manifest that records it.
@@ -187,12 +235,12 @@ fn shard_items(plan: &Plan, shard: Option<Shard>) -> Vec<usize> {
 
 fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
     let p = config::prepare(&a.common)?;
-    let models = if a.models.is_empty() {
+    let specs = if a.models.is_empty() {
         vec!["oracle".to_string(), "lexical".to_string()]
     } else {
         a.models.clone()
     };
-    let backends = backends(&models, &a.endpoints)?;
+    let (models, backends) = backends(&specs, &a.endpoints)?;
     let (repeat, max_turns) = config::repeat_and_turns(a.repeat, a.max_turns)?;
     let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
     if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
@@ -208,7 +256,10 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
             dir.display()
         )));
     }
-    let (plan, manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
+    let (plan, mut manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
+    if specs != manifest.settings.models {
+        manifest.settings.model_specs = specs;
+    }
     let todo = shard_items(&plan, shard);
     Ok(Ready {
         plan,
@@ -239,11 +290,16 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
                 .unwrap_or_else(|| "unsharded".into())
         ));
     }
-    if !a.models.is_empty() && a.models != s.models {
+    let specs = if s.model_specs.is_empty() {
+        &s.models
+    } else {
+        &s.model_specs
+    };
+    if !a.models.is_empty() && &a.models != specs {
         differs.push(format!(
             "--model {} (the run used {})",
             a.models.join(", "),
-            s.models.join(", ")
+            specs.join(", ")
         ));
     }
     if a.repeat.is_some_and(|r| r != s.repeat) {
@@ -261,7 +317,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
     }
     let common = config::resume_common(s, &a.common)?;
     let p = config::prepare(&common)?;
-    let backends = backends(&s.models, &a.endpoints)?;
+    let (_, backends) = backends(specs, &a.endpoints)?;
     let (plan, now, counter) = build(
         p,
         recorded.run_id.clone(),

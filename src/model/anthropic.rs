@@ -41,7 +41,11 @@ impl Backend for Anthropic {
         &self.endpoint.name
     }
 
-    fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+    fn open(
+        &self,
+        _key: &crate::record::OutcomeKey,
+        _truth: Option<GroundTruth>,
+    ) -> Box<dyn Session> {
         Box::new(AnthropicSession {
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),

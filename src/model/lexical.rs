@@ -28,7 +28,11 @@ impl Backend for Lexical {
         "lexical"
     }
 
-    fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+    fn open(
+        &self,
+        _key: &crate::record::OutcomeKey,
+        _truth: Option<GroundTruth>,
+    ) -> Box<dyn Session> {
         Box::new(LexicalSession::default())
     }
 }

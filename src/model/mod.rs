@@ -16,6 +16,7 @@ pub mod lexical;
 pub mod models_file;
 pub mod openai;
 pub mod oracle;
+pub mod replay;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,6 +89,9 @@ pub enum ModelError {
     /// The connection failed or was reset, or the answer was cut off mid-way.
     #[error("connection failed: {0}")]
     Connection(String),
+    /// A replayed request that the recording does not hold.
+    #[error("{0}")]
+    Replay(String),
 }
 
 impl ModelError {
@@ -132,8 +136,9 @@ pub trait Backend: Send + Sync {
     fn wants_ground_truth(&self) -> bool {
         false
     }
-    /// A session for one episode.
-    fn open(&self, truth: Option<GroundTruth>) -> Box<dyn Session>;
+    /// A session for one episode, the work item `key` (recorders key on it).
+    fn open(&self, key: &crate::record::OutcomeKey, truth: Option<GroundTruth>)
+        -> Box<dyn Session>;
 }
 
 /// One episode's conversation with a model.

@@ -38,7 +38,11 @@ impl Backend for OpenAi {
         &self.endpoint.name
     }
 
-    fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+    fn open(
+        &self,
+        _key: &crate::record::OutcomeKey,
+        _truth: Option<GroundTruth>,
+    ) -> Box<dyn Session> {
         Box::new(OpenAiSession {
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),

@@ -23,7 +23,11 @@ impl Backend for Oracle {
         true
     }
 
-    fn open(&self, truth: Option<GroundTruth>) -> Box<dyn Session> {
+    fn open(
+        &self,
+        _key: &crate::record::OutcomeKey,
+        truth: Option<GroundTruth>,
+    ) -> Box<dyn Session> {
         Box::new(OracleSession { truth, calls: 0 })
     }
 }

@@ -34,7 +34,12 @@ pub struct Settings {
     /// The scenario paths as given (files or directories), to load them again on resume.
     pub scenario_paths: Vec<PathBuf>,
     pub modes: Vec<ModeEntry>,
+    /// The model names outcomes carry.
     pub models: Vec<String>,
+    /// The `--model` values as given, when they differ from the names (`replay:PATH`
+    /// stands for the models it recorded); resume builds the backends from these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_specs: Vec<String>,
     pub repeat: usize,
     pub max_turns: usize,
     pub selection_threshold: usize,

@@ -89,7 +89,7 @@ impl Episode<'_> {
             state: state.clone(),
         });
         let mut asker = Asker {
-            session: backend.open(truth),
+            session: backend.open(self.key, truth),
             key: self.key,
             retry: self.retry,
             events: self.events,

@@ -46,6 +46,8 @@ pub struct RunStats {
     pub retries: usize,
     /// Work items not started because the run stopped early (a listener failed).
     pub not_started: usize,
+    /// Outcomes whose request had no recorded answer (`replay:`).
+    pub replay_misses: usize,
     pub elapsed: Duration,
 }
 

@@ -102,6 +102,7 @@ pub fn execute(
 
     let retries = Arc::new(AtomicUsize::new(0));
     let infra = Arc::new(AtomicUsize::new(0));
+    let misses = Arc::new(AtomicUsize::new(0));
     let finished = Arc::new(AtomicUsize::new(0));
     let not_started = rt.block_on(async {
         let permits = Arc::new(tokio::sync::Semaphore::new(jobs));
@@ -123,6 +124,7 @@ pub fn execute(
             let run_id = run_id.to_string();
             let tx = tx.clone();
             let (retries, infra, finished) = (retries.clone(), infra.clone(), finished.clone());
+            let misses = misses.clone();
             let retry = opts.retry;
             tasks.spawn(async move {
                 let item = &plan.items[i];
@@ -149,8 +151,11 @@ pub fn execute(
                     events: &events,
                 };
                 let outcome = ep.run(backend.as_ref()).await;
-                if outcome.infra_error.is_some() {
+                if let Some(e) = &outcome.infra_error {
                     infra.fetch_add(1, Ordering::SeqCst);
+                    if e.starts_with(crate::model::replay::MISS) {
+                        misses.fetch_add(1, Ordering::SeqCst);
+                    }
                 }
                 finished.fetch_add(1, Ordering::SeqCst);
                 events(Event::EpisodeFinished {
@@ -173,6 +178,7 @@ pub fn execute(
         infra_errors: infra.load(Ordering::SeqCst),
         retries: retries.load(Ordering::SeqCst),
         not_started,
+        replay_misses: misses.load(Ordering::SeqCst),
         elapsed: started.elapsed(),
     };
     send(Event::RunFinished { stats });
@@ -245,7 +251,11 @@ mod tests {
         fn name(&self) -> &str {
             "flaky"
         }
-        fn open(&self, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+        fn open(
+            &self,
+            _key: &crate::record::OutcomeKey,
+            _truth: Option<GroundTruth>,
+        ) -> Box<dyn Session> {
             self.opened.fetch_add(1, Ordering::SeqCst);
             Box::new(FlakySession {
                 left: self.fail,

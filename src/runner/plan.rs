@@ -176,6 +176,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
             })
             .collect(),
         models: cfg.models.clone(),
+        model_specs: Vec::new(),
         repeat: cfg.repeat,
         max_turns: cfg.max_turns,
         selection_threshold: cfg.selection.threshold,
