@@ -677,3 +677,91 @@ fn empty_answers_text_calls_refusals_and_truncation_are_protocol_errors() {
     assert_eq!(g["protocol_error"]["k"], json!(4), "every outcome had one");
     assert_eq!(g["protocol_rates"]["truncated"]["k"], json!(1));
 }
+
+#[test]
+fn usage_beside_the_count_cost_and_a_spending_limit_that_leaves_the_run_resumable() {
+    let server = serve(|s, _| Reply::Json(200, vec![], tiny_openai(s)));
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("models.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "models:\n  - name: priced\n    provider: openai\n    model: m\n    base_url: {}\n    prices: {{input: 1000, output: 1000, cached_input: 500}}\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        bin()
+            .args([
+                "run",
+                "fixtures/snapshot/tiny.yaml",
+                "--mode",
+                "legacy",
+                "--jobs",
+                "1",
+            ])
+            .args(["--model", "priced", "--models"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = tmp.path().join("runs");
+    let o = run(&[
+        "--run-id",
+        "x",
+        "--out",
+        out.to_str().unwrap(),
+        "--max-cost-usd",
+        "0.5",
+    ]);
+    ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("spending limit reached"), "{err}");
+    let dir = out.join("x");
+    let done = std::fs::read_to_string(dir.join("outcomes.jsonl"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!((1..4).contains(&done), "stopped early: {done}");
+    // Each request: 221 fresh input, 100 cached, 12 output tokens.
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(dir.join("outcomes.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let requests = first["turns"].as_array().unwrap().len() as f64;
+    let want = requests * (221.0 * 1000.0 + 100.0 * 500.0 + 12.0 * 1000.0) / 1e6;
+    assert!((first["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9);
+    assert_eq!(
+        first["usage"]["input"].as_u64().unwrap() as f64,
+        321.0 * requests
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("incomplete run: {done} of 4")));
+
+    // Resumed without the limit, the run completes; the reports show usage beside
+    // discbench's count, and cost.
+    let o = run(&["--resume", dir.to_str().unwrap()]);
+    ok(&o);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("outcomes.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        4
+    );
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let g = &summary["groups"][0];
+    let u = &g["provider_usage"];
+    assert_eq!(u["outcomes"], json!(4));
+    let ratio = u["input"].as_f64().unwrap() / u["counted_input"].as_f64().unwrap();
+    assert!((u["ratio"].as_f64().unwrap() - ratio).abs() < 1e-12);
+    assert_eq!(g["cost_usd"]["outcomes"], json!(4));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("Provider usage and cost"), "{md}");
+}

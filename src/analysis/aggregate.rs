@@ -67,6 +67,10 @@ struct Line {
     protocol: LineProtocol,
     tokens: BTreeMap<String, u64>,
     infra_error: Option<String>,
+    #[serde(default)]
+    usage: Option<crate::record::Usage>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -165,6 +169,23 @@ impl Batch {
                 .or_default()
                 .push(l.tokens.get(layer).copied().unwrap_or(0));
         }
+        let usage = l.usage.unwrap_or_default();
+        let billed = l.tokens.get("billed_input").copied().unwrap_or(0);
+        for (k, v) in [
+            ("provider_input", usage.input),
+            ("provider_output", usage.output),
+            ("provider_cached", usage.cached_input.unwrap_or(0)),
+            (
+                "counted_with_usage",
+                if l.usage.is_some() { billed } else { 0 },
+            ),
+        ] {
+            self.u.entry(k).or_default().push(v);
+        }
+        self.f
+            .entry("cost_usd")
+            .or_default()
+            .push(l.cost_usd.unwrap_or(0.0));
         let sc = &l.score;
         for (k, v) in [
             ("precision", sc.precision),
@@ -179,6 +200,8 @@ impl Batch {
             ("forbidden_hit", sc.forbidden_hit),
             ("hit_max_turns", p.hit_max_turns),
             ("infra", l.infra_error.is_some()),
+            ("has_usage", l.usage.is_some()),
+            ("has_cost", l.cost_usd.is_some()),
         ] {
             self.b.entry(k).or_default().push(v);
         }
@@ -371,6 +394,84 @@ pub struct Group {
     /// The same for billed input tokens.
     pub savings_billed: Option<f64>,
     pub pass: PassK,
+    /// What the provider reported it billed, summed over the group's outcomes that
+    /// carry usage (real models only), beside discbench's own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_usage: Option<ProviderUsage>,
+    /// What the group cost, when its model has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<Cost>,
+}
+
+/// Provider usage of a group, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProviderUsage {
+    /// Outcomes that carry usage.
+    pub outcomes: u64,
+    pub input: u64,
+    pub output: u64,
+    pub cached_input: u64,
+    /// discbench's `billed_input` (tiktoken) summed over the same outcomes.
+    pub counted_input: u64,
+    /// `input / counted_input`: how far the bill is from the count of the sent text
+    /// (providers render tool definitions their own way and add framing).
+    pub ratio: f64,
+}
+
+/// The cost of a group in US dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub outcomes: u64,
+    pub total: f64,
+    /// Per outcome.
+    pub mean: f64,
+}
+
+type Spend = BTreeMap<(String, String, String), (Option<ProviderUsage>, Option<Cost>)>;
+
+/// A mean or sum of floats rounded to 12 decimal places. Such sums depend on the
+/// order of the rows in their last bits, and outcomes are written in the order
+/// episodes finish: rounding makes the summary the same for any order (`--jobs`,
+/// resume, merge, replay), far below any difference a report shows.
+pub fn stable(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1e12).round() / 1e12
+    } else {
+        x
+    }
+}
+
+/// Per group: its provider usage and cost, from the per-group sums.
+fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
+    let (s, m, mo) = (strs(df, "scenario")?, strs(df, "mode")?, strs(df, "model")?);
+    let n = |c: &str| nums(df, c);
+    let (un, pi, po, pc, cw, cn, cu) = (
+        n("usage_n")?,
+        n("provider_input")?,
+        n("provider_output")?,
+        n("provider_cached")?,
+        n("counted_with_usage")?,
+        n("cost_n")?,
+        n("cost_usd")?,
+    );
+    Ok((0..s.len())
+        .map(|i| {
+            let usage = (un[i] > 0.0).then(|| ProviderUsage {
+                outcomes: un[i] as u64,
+                input: pi[i] as u64,
+                output: po[i] as u64,
+                cached_input: pc[i] as u64,
+                counted_input: cw[i] as u64,
+                ratio: if cw[i] > 0.0 { pi[i] / cw[i] } else { 0.0 },
+            });
+            let cost = (cn[i] > 0.0).then(|| Cost {
+                outcomes: cn[i] as u64,
+                total: stable(cu[i]),
+                mean: stable(cu[i] / cn[i]),
+            });
+            ((s[i].clone(), m[i].clone(), mo[i].clone()), (usage, cost))
+        })
+        .collect())
 }
 
 /// A paired McNemar test of exact match between two modes on the same queries.
@@ -468,11 +569,19 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
 
     let keys = [col("scenario"), col("mode"), col("model")];
     let u = |e: Expr| e.cast(DataType::UInt64).sum();
-    let infra = collect(
-        base.clone()
-            .group_by(keys.clone())
-            .agg([u(col("infra")).alias("infra")]),
-    )?;
+    // Infra errors, provider usage and cost count every outcome: a request that
+    // failed later was still billed.
+    let infra = collect(base.clone().group_by(keys.clone()).agg([
+        u(col("infra")).alias("infra"),
+        u(col("has_usage")).alias("usage_n"),
+        u(col("provider_input")).alias("provider_input"),
+        u(col("provider_output")).alias("provider_output"),
+        u(col("provider_cached")).alias("provider_cached"),
+        u(col("counted_with_usage")).alias("counted_with_usage"),
+        u(col("has_cost")).alias("cost_n"),
+        col("cost_usd").sum().alias("cost_usd"),
+    ]))?;
+    let spend = spend_map(&infra)?;
     let ok = base.clone().filter(col("infra").not());
     let mut aggs = vec![
         len().alias("n"),
@@ -620,13 +729,15 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             abstain: opt("abstain_ok")?,
             args_ok: opt("args_ok")?,
             schema_valid: opt("schema_valid")?,
-            precision: get("precision")?,
-            recall: get("recall")?,
-            f1: get("f1")?,
+            precision: stable(get("precision")?),
+            recall: stable(get("recall")?),
+            f1: stable(get("f1")?),
             tokens,
             savings_first_turn: None,
             savings_billed: None,
             pass: pass_k(&qs),
+            provider_usage: spend.get(&key).and_then(|s| s.0),
+            cost_usd: spend.get(&key).and_then(|s| s.1),
         });
     }
     // Groups whose outcomes were all infra errors still get a row.
@@ -635,7 +746,12 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             .iter()
             .any(|g| (&g.scenario, &g.mode, &g.model) == (&key.0, &key.1, &key.2))
         {
-            groups.push(empty_group(key, *count));
+            let mut g = empty_group(key, *count);
+            if let Some((u, c)) = spend.get(key) {
+                g.provider_usage = *u;
+                g.cost_usd = *c;
+            }
+            groups.push(g);
         }
     }
     // The empty groups were pushed after the sorted ones: sort again so that every
@@ -775,6 +891,8 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
             pass_at_k: 0.0,
             pass_hat_k: 0.0,
         },
+        provider_usage: None,
+        cost_usd: None,
     }
 }
 

@@ -131,6 +131,10 @@ pub struct RunArgs {
     /// The run's id (its directory name) [default: a UTC timestamp]
     #[arg(long, conflicts_with = "resume")]
     pub run_id: Option<String>,
+    /// Stop starting new work items once the finished ones cost this much (US
+    /// dollars, from provider usage and the models' prices); the run stays resumable.
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
     /// Keep every model answer in RUN_DIR/recordings.jsonl, keyed by a hash of its
     /// request, for `--model replay:RUN_DIR`.
     #[arg(long)]

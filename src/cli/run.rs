@@ -35,6 +35,11 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
     if a.jobs == 0 {
         return Err(Failure::Usage("--jobs must be at least 1".into()));
     }
+    if a.max_cost_usd.is_some_and(|c| !(c > 0.0 && c.is_finite())) {
+        return Err(Failure::Usage(
+            "--max-cost-usd must be a positive amount".into(),
+        ));
+    }
     let shard: Option<Shard> = a
         .shard
         .as_deref()
@@ -95,6 +100,7 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
             max_retries: a.max_retries,
             ..RetryPolicy::default()
         },
+        max_cost_usd: a.max_cost_usd,
     };
     let work = Work {
         plan,
@@ -106,6 +112,15 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
         already_done,
     };
     let stats = crate::runner::execute(work, opts, listeners).map_err(Failure::Infra)?;
+    if stats.over_budget {
+        eprintln!(
+            "spending limit reached: ${:.4} spent of ${:.4}; {} work items were not started; `discbench run --resume {}` continues",
+            stats.spent_usd,
+            a.max_cost_usd.unwrap_or(0.0),
+            stats.not_started,
+            dir.display()
+        );
+    }
     let code = finish_report(&dir, baseline.as_ref(), &thresholds, true, out)?;
     if stats.replay_misses > 0 {
         eprintln!(

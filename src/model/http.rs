@@ -62,6 +62,8 @@ pub struct Endpoint {
     pub key: Option<Secret>,
     pub sampling: Sampling,
     pub timeout: Duration,
+    /// USD per million tokens, when known.
+    pub prices: Option<super::models_file::Prices>,
 }
 
 /// A client for an endpoint: no proxy lookups beyond the environment's, a request

@@ -136,6 +136,10 @@ pub trait Backend: Send + Sync {
     fn wants_ground_truth(&self) -> bool {
         false
     }
+    /// Prices in US dollars per million tokens, when known (cost reports).
+    fn prices(&self) -> Option<models_file::Prices> {
+        None
+    }
     /// A session for one episode, the work item `key` (recorders key on it).
     fn open(&self, key: &crate::record::OutcomeKey, truth: Option<GroundTruth>)
         -> Box<dyn Session>;

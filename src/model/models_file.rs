@@ -39,6 +39,82 @@ pub struct Prices {
     pub cached_input: Option<f64>,
 }
 
+impl Prices {
+    /// The cost of `u` in US dollars: cached input at its own price when given (else
+    /// the input price), the rest of the input and the output at theirs.
+    pub fn cost(&self, u: &crate::record::Usage) -> f64 {
+        let cached = u.cached_input.unwrap_or(0).min(u.input);
+        let fresh = u.input - cached;
+        (fresh as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + u.output as f64 * self.output)
+            / 1e6
+    }
+}
+
+/// List prices (USD per million tokens) of a few well-known models, as their
+/// providers published them in 2025; a models-file entry's `prices` wins. Check them
+/// before you publish a cost.
+pub const KNOWN_PRICES: [(&str, Prices); 6] = [
+    (
+        "gpt-4o",
+        Prices {
+            input: 2.5,
+            output: 10.0,
+            cached_input: Some(1.25),
+        },
+    ),
+    (
+        "gpt-4o-mini",
+        Prices {
+            input: 0.15,
+            output: 0.6,
+            cached_input: Some(0.075),
+        },
+    ),
+    (
+        "gpt-4.1",
+        Prices {
+            input: 2.0,
+            output: 8.0,
+            cached_input: Some(0.5),
+        },
+    ),
+    (
+        "gpt-4.1-mini",
+        Prices {
+            input: 0.4,
+            output: 1.6,
+            cached_input: Some(0.1),
+        },
+    ),
+    (
+        "claude-3-5-sonnet",
+        Prices {
+            input: 3.0,
+            output: 15.0,
+            cached_input: Some(0.3),
+        },
+    ),
+    (
+        "claude-3-5-haiku",
+        Prices {
+            input: 0.8,
+            output: 4.0,
+            cached_input: Some(0.08),
+        },
+    ),
+];
+
+/// The known list price of a model id: the longest known name the id starts with.
+pub fn known_prices(model: &str) -> Option<Prices> {
+    KNOWN_PRICES
+        .iter()
+        .filter(|(n, _)| model.starts_with(n))
+        .max_by_key(|(n, _)| n.len())
+        .map(|(_, p)| *p)
+}
+
 /// The API a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -177,11 +253,13 @@ impl Entry {
                 .timeout_secs
                 .map(Duration::from_secs_f64)
                 .unwrap_or(o.timeout),
+            prices: None,
         }
     }
 
     pub fn backend(&self, o: &ModelOptions) -> Result<Arc<dyn Backend>, String> {
-        let e = self.endpoint(o);
+        let mut e = self.endpoint(o);
+        e.prices = self.prices.or_else(|| known_prices(&self.model));
         Ok(match self.provider {
             Provider::Openai => Arc::new(OpenAi::new(e)?),
             Provider::Anthropic => Arc::new(Anthropic::new(e)?),

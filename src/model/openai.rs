@@ -38,6 +38,10 @@ impl Backend for OpenAi {
         &self.endpoint.name
     }
 
+    fn prices(&self) -> Option<super::models_file::Prices> {
+        self.endpoint.prices
+    }
+
     fn open(
         &self,
         _key: &crate::record::OutcomeKey,

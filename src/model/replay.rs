@@ -143,6 +143,10 @@ impl Backend for Recording {
         self.inner.name()
     }
 
+    fn prices(&self) -> Option<super::models_file::Prices> {
+        self.inner.prices()
+    }
+
     fn wants_ground_truth(&self) -> bool {
         self.inner.wants_ground_truth()
     }

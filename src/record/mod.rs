@@ -145,6 +145,20 @@ pub struct Usage {
     pub cached_input: Option<u64>,
 }
 
+impl Usage {
+    /// The sum of two requests' usage.
+    pub fn plus(self, o: Usage) -> Usage {
+        Usage {
+            input: self.input + o.input,
+            output: self.output + o.output,
+            cached_input: match (self.cached_input, o.cached_input) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            },
+        }
+    }
+}
+
 /// One round of the agent loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TurnRecord {
@@ -172,6 +186,9 @@ pub struct SelectionRecord {
     /// The tools selected, or `None` when the answer was unusable (all stayed loaded).
     pub selected: Option<Vec<String>>,
     pub answer: String,
+    /// The provider's usage for the selection request, when it gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
 }
 
 /// The scored result of one (scenario, query, mode, model, repeat): one JSON line.
@@ -204,6 +221,13 @@ pub struct Outcome {
     pub turns: Vec<TurnRecord>,
     /// An API or environment failure; such outcomes are not counted as wrong answers.
     pub infra_error: Option<String>,
+    /// The provider's usage summed over every request of the episode (selection step
+    /// included), when it reported usage; beside `tokens`, discbench's own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// What the episode cost in US dollars, from `usage` and the model's prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 impl Outcome {

@@ -666,6 +666,12 @@ pub fn render(
     page += "<section id=overview><h2>Overview</h2>";
     let all: Vec<&Group> = s.groups.iter().collect();
     page += &group_table(&all, true);
+    let spend = super::markdown::spend_md(s);
+    if !spend.is_empty() {
+        page += "<h3>Provider usage and cost</h3><pre>";
+        page += &esc(&spend);
+        page += "</pre>";
+    }
     page += "<div class=charts>";
     page += &figure("catalog-size-accuracy");
     page += &figure("catalog-size-tokens");

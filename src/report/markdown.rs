@@ -35,6 +35,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
         out.push_str(&crate::analysis::compare::markdown(c));
         out.push('\n');
     }
+    out.push_str(&spend_md(s));
     // Sorted before dedup: one section per scenario even if the groups are not in
     // scenario order (e.g. a summary.json written by an older version).
     let mut scenarios: Vec<&str> = s.groups.iter().map(|g| g.scenario.as_str()).collect();
@@ -91,5 +92,46 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// Provider usage beside discbench's count, and cost, for groups that have them
+/// (real models); empty for mock runs.
+pub fn spend_md(s: &Summary) -> String {
+    let rows: Vec<&crate::analysis::aggregate::Group> = s
+        .groups
+        .iter()
+        .filter(|g| g.provider_usage.is_some() || g.cost_usd.is_some())
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Provider usage and cost\n\nInput tokens as the provider billed them beside discbench's tiktoken count of the same requests (the ratio is the gap between the two), and cost in US dollars where the model has prices.\n\n| scenario | mode | model | outcomes | provider input | counted input | ratio | output | cached input | cost (total) | cost per outcome |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for g in rows {
+        let u = g.provider_usage;
+        let c = g.cost_usd;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            g.scenario,
+            g.mode,
+            g.model,
+            u.map(|u| u.outcomes).or(c.map(|c| c.outcomes)).unwrap_or(0),
+            u.map(|u| u.input.to_string()).unwrap_or_else(|| "-".into()),
+            u.map(|u| u.counted_input.to_string())
+                .unwrap_or_else(|| "-".into()),
+            u.map(|u| format!("{:.3}", u.ratio))
+                .unwrap_or_else(|| "-".into()),
+            u.map(|u| u.output.to_string())
+                .unwrap_or_else(|| "-".into()),
+            u.map(|u| u.cached_input.to_string())
+                .unwrap_or_else(|| "-".into()),
+            c.map(|c| format!("${:.4}", c.total))
+                .unwrap_or_else(|| "-".into()),
+            c.map(|c| format!("${:.5}", c.mean))
+                .unwrap_or_else(|| "-".into()),
+        );
+    }
+    out.push('\n');
     out
 }

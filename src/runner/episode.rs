@@ -16,7 +16,7 @@ use super::retry::RetryPolicy;
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
-    Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, FORMAT_VERSION,
+    Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage, FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
 use crate::score::{self, CallEffect, CallRecord};
@@ -106,11 +106,11 @@ impl Episode<'_> {
                 Ok(cx) => {
                     let req = c.context(&cx);
                     let max = comp.selection_config().max;
-                    let answer = match asker.ask(Purpose::Select { max }, &cx).await {
-                        Ok(a) => a.response.text.unwrap_or_default(),
+                    let (answer, sel_usage) = match asker.ask(Purpose::Select { max }, &cx).await {
+                        Ok(a) => (a.response.text.unwrap_or_default(), a.usage),
                         Err(e) => {
                             infra_error = Some(e.to_string());
-                            String::new()
+                            (String::new(), None)
                         }
                     };
                     ledger.selection = req + c.count(&answer);
@@ -121,6 +121,7 @@ impl Episode<'_> {
                         tools_before: comp.all_tools().len(),
                         selected,
                         answer,
+                        usage: sel_usage,
                     });
                 }
                 Err(e) => infra_error = Some(e.to_string()),
@@ -338,6 +339,12 @@ impl Episode<'_> {
             &self.scenario.catalog,
             self.databases,
         );
+        let usage = selection
+            .iter()
+            .filter_map(|s: &SelectionRecord| s.usage)
+            .chain(turns.iter().filter_map(|t: &TurnRecord| t.usage))
+            .reduce(Usage::plus);
+        let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
         let mut protocol = score::protocol(&calls, n_turns, hit_max_turns);
         protocol.empty_answers = empty;
         protocol.text_calls = text_calls;
@@ -364,6 +371,8 @@ impl Episode<'_> {
             tokens: ledger,
             turns,
             infra_error,
+            usage,
+            cost_usd,
         }
     }
 }

@@ -37,7 +37,7 @@ pub enum Event {
 }
 
 /// What a run did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct RunStats {
     /// Episodes finished by this invocation.
     pub finished: usize,
@@ -48,6 +48,10 @@ pub struct RunStats {
     pub not_started: usize,
     /// Outcomes whose request had no recorded answer (`replay:`).
     pub replay_misses: usize,
+    /// What the finished episodes cost (models with prices only).
+    pub spent_usd: f64,
+    /// Whether `--max-cost-usd` stopped new episodes.
+    pub over_budget: bool,
     pub elapsed: Duration,
 }
 

@@ -27,6 +27,8 @@ pub struct ExecOptions {
     /// Episodes in flight at once (at least 1).
     pub jobs: usize,
     pub retry: RetryPolicy,
+    /// Stop starting episodes once the finished ones cost this much (US dollars).
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Default for ExecOptions {
@@ -34,6 +36,7 @@ impl Default for ExecOptions {
         ExecOptions {
             jobs: DEFAULT_JOBS,
             retry: RetryPolicy::default(),
+            max_cost_usd: None,
         }
     }
 }
@@ -103,6 +106,9 @@ pub fn execute(
     let retries = Arc::new(AtomicUsize::new(0));
     let infra = Arc::new(AtomicUsize::new(0));
     let misses = Arc::new(AtomicUsize::new(0));
+    // Spend in micro-dollars, and whether the limit stopped the run.
+    let spent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let over_budget = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicUsize::new(0));
     let not_started = rt.block_on(async {
         let permits = Arc::new(tokio::sync::Semaphore::new(jobs));
@@ -114,7 +120,7 @@ pub fn execute(
                 .acquire_owned()
                 .await
                 .expect("the semaphore is never closed");
-            if failed.load(Ordering::SeqCst) {
+            if failed.load(Ordering::SeqCst) || over_budget.load(Ordering::SeqCst) {
                 not_started = todo.len() - n;
                 break;
             }
@@ -125,6 +131,8 @@ pub fn execute(
             let tx = tx.clone();
             let (retries, infra, finished) = (retries.clone(), infra.clone(), finished.clone());
             let misses = misses.clone();
+            let (spent, over_budget) = (spent.clone(), over_budget.clone());
+            let limit = opts.max_cost_usd;
             let retry = opts.retry;
             tasks.spawn(async move {
                 let item = &plan.items[i];
@@ -157,6 +165,13 @@ pub fn execute(
                         misses.fetch_add(1, Ordering::SeqCst);
                     }
                 }
+                if let Some(c) = outcome.cost_usd {
+                    let total = spent.fetch_add((c * 1e6).round() as u64, Ordering::SeqCst)
+                        + (c * 1e6).round() as u64;
+                    if limit.is_some_and(|l| total as f64 / 1e6 >= l) {
+                        over_budget.store(true, Ordering::SeqCst);
+                    }
+                }
                 finished.fetch_add(1, Ordering::SeqCst);
                 events(Event::EpisodeFinished {
                     outcome: Box::new(outcome),
@@ -179,6 +194,8 @@ pub fn execute(
         retries: retries.load(Ordering::SeqCst),
         not_started,
         replay_misses: misses.load(Ordering::SeqCst),
+        spent_usd: spent.load(Ordering::SeqCst) as f64 / 1e6,
+        over_budget: over_budget.load(Ordering::SeqCst),
         elapsed: started.elapsed(),
     };
     send(Event::RunFinished { stats });
@@ -322,6 +339,7 @@ mod tests {
                 base: Duration::from_millis(1),
                 cap: Duration::from_millis(20),
             },
+            max_cost_usd: None,
         };
         let stats = execute(work, opts, vec![Box::new(recorder)]).unwrap();
         let events = std::mem::take(&mut *events.lock().unwrap());
