@@ -765,3 +765,114 @@ fn usage_beside_the_count_cost_and_a_spending_limit_that_leaves_the_run_resumabl
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("Provider usage and cost"), "{md}");
 }
+
+#[test]
+fn resume_can_run_infra_errors_again() {
+    let down = serve(|_, _| Reply::Json(503, vec![], json!({"error": "down"})));
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        tmp.path(),
+        "openai:m",
+        &["--openai-base-url", &down.url, "--max-retries", "0"],
+    );
+    ok(&o);
+    assert!(outcomes(tmp.path())
+        .iter()
+        .all(|o| !o["infra_error"].is_null()));
+    let up = serve(|s, _| Reply::Json(200, vec![], tiny_openai(s)));
+    let dir = tmp.path().join("x");
+    // A plain resume has nothing to do: every item has an outcome.
+    let o = bin()
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .args(["--openai-base-url", &up.url])
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(up.seen.lock().unwrap().is_empty());
+    let o = bin()
+        .args(["run", "--resume"])
+        .arg(&dir)
+        .args(["--rerun-infra", "--openai-base-url", &up.url])
+        .output()
+        .unwrap();
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert_eq!(os.len(), 4);
+    assert!(os.iter().all(|o| o["infra_error"].is_null()));
+    let aside = std::fs::read_to_string(dir.join("outcomes.infra")).unwrap();
+    assert_eq!(
+        aside.lines().count(),
+        4,
+        "the failed outcomes are kept aside"
+    );
+}
+
+#[test]
+fn a_run_killed_mid_way_resumes_with_every_item_exactly_once() {
+    let server = serve(|s, _| Reply::Slow(Duration::from_millis(60), tiny_openai(s)));
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "legacy",
+            "--model",
+            "openai:m",
+        ])
+        .args([
+            "--openai-base-url",
+            &server.url,
+            "--repeat",
+            "10",
+            "--jobs",
+            "4",
+        ])
+        .args(["--run-id", "x", "--out"])
+        .arg(tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let file = tmp.path().join("x/outcomes.jsonl");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    // Kill it (SIGKILL) once some, not all, outcomes are written.
+    loop {
+        let n = std::fs::read_to_string(&file)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n >= 8 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(&file).unwrap().lines().count();
+    assert!(before < 40, "killed before the end ({before})");
+    let o = bin()
+        .args(["run", "--resume"])
+        .arg(tmp.path().join("x"))
+        .args(["--openai-base-url", &server.url])
+        .output()
+        .unwrap();
+    ok(&o);
+    let mut keys: Vec<(String, u64)> = outcomes(tmp.path())
+        .iter()
+        .map(|o| {
+            (
+                o["query_id"].as_str().unwrap().to_string(),
+                o["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len(), 40);
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 40, "every work item exactly once");
+}

@@ -131,6 +131,10 @@ pub struct RunArgs {
     /// The run's id (its directory name) [default: a UTC timestamp]
     #[arg(long, conflicts_with = "resume")]
     pub run_id: Option<String>,
+    /// With --resume: run again the work items whose outcome is an infra error (those
+    /// outcomes are moved to RUN_DIR/outcomes.infra, not deleted).
+    #[arg(long, requires = "resume")]
+    pub rerun_infra: bool,
     /// Stop starting new work items once the finished ones cost this much (US
     /// dollars, from provider usage and the models' prices); the run stays resumable.
     #[arg(long, value_name = "USD")]
@@ -190,6 +194,13 @@ pub struct EndpointArgs {
     /// Sampling seed sent to models that take one.
     #[arg(long)]
     pub seed: Option<i64>,
+    /// At most this many requests per minute to each HTTP model (a models-file
+    /// entry's own limit wins).
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
+    /// At most this many tokens (provider usage) per minute to each HTTP model.
+    #[arg(long, value_name = "N")]
+    pub tokens_per_minute: Option<u64>,
 }
 
 #[derive(Args, Debug)]

@@ -15,6 +15,7 @@ use super::EndpointArgs;
 use super::{Environment, Failure, RunArgs};
 use crate::analysis::compare;
 use crate::model::http::Sampling;
+use crate::model::limit::Limits;
 use crate::model::models_file::ModelsFile;
 use crate::model::replay::{Recorder, Recording, Replay, Tape};
 use crate::model::{self, Backend, ModelOptions};
@@ -167,6 +168,10 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
             temperature: e.temperature,
             max_tokens: e.max_tokens,
             seed: e.seed,
+        },
+        limits: Limits {
+            requests_per_minute: e.requests_per_minute,
+            tokens_per_minute: e.tokens_per_minute,
         },
         env: &env,
     };
@@ -369,6 +374,19 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
         }
         writer::repair_tail(&path, &stats, Some(&dir.join(writer::TORN)))
             .map_err(Failure::Infra)?;
+        if a.rerun_infra {
+            let moved = writer::set_aside_infra_errors(dir).map_err(Failure::Infra)?;
+            for k in &moved {
+                done.remove(k);
+            }
+            if !moved.is_empty() {
+                eprintln!(
+                    "{} outcomes with an infra error are set aside in {} and run again",
+                    moved.len(),
+                    dir.join(writer::INFRA).display()
+                );
+            }
+        }
     }
     let mine = shard_items(&plan, recorded.shard);
     let planned: HashSet<&OutcomeKey> = mine.iter().map(|&i| &plan.items[i].key).collect();

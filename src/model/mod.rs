@@ -13,6 +13,7 @@ pub mod anthropic;
 pub mod bm25;
 pub mod http;
 pub mod lexical;
+pub mod limit;
 pub mod models_file;
 pub mod openai;
 pub mod oracle;
@@ -173,6 +174,8 @@ pub struct ModelOptions<'a> {
     pub anthropic_base_url: Option<String>,
     pub timeout: Duration,
     pub sampling: http::Sampling,
+    /// Rate limits for every HTTP model (a models-file entry's own win).
+    pub limits: limit::Limits,
     /// Reads an environment variable (keys are read from the environment only).
     pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
 }
@@ -189,6 +192,7 @@ impl Default for ModelOptions<'_> {
             anthropic_base_url: None,
             timeout: http::DEFAULT_TIMEOUT,
             sampling: http::Sampling::default(),
+            limits: limit::Limits::default(),
             env: &no_env,
         }
     }

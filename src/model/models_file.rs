@@ -26,6 +26,7 @@ use serde::Deserialize;
 
 use super::anthropic::{self, Anthropic};
 use super::http::{Endpoint, Sampling, Secret};
+use super::limit::{Limited, Limits};
 use super::openai::{self, OpenAi};
 use super::{Backend, ModelOptions};
 
@@ -145,6 +146,12 @@ pub struct Entry {
     pub timeout_secs: Option<f64>,
     #[serde(default)]
     pub prices: Option<Prices>,
+    /// At most this many requests in any 60 seconds.
+    #[serde(default)]
+    pub requests_per_minute: Option<u32>,
+    /// At most this many tokens (provider usage, input + output) in any 60 seconds.
+    #[serde(default)]
+    pub tokens_per_minute: Option<u64>,
 }
 
 /// The whole file.
@@ -211,6 +218,8 @@ impl Entry {
             seed: o.sampling.seed,
             timeout_secs: None,
             prices: None,
+            requests_per_minute: None,
+            tokens_per_minute: None,
         }
     }
 
@@ -260,9 +269,21 @@ impl Entry {
     pub fn backend(&self, o: &ModelOptions) -> Result<Arc<dyn Backend>, String> {
         let mut e = self.endpoint(o);
         e.prices = self.prices.or_else(|| known_prices(&self.model));
-        Ok(match self.provider {
+        let backend: Arc<dyn Backend> = match self.provider {
             Provider::Openai => Arc::new(OpenAi::new(e)?),
             Provider::Anthropic => Arc::new(Anthropic::new(e)?),
+        };
+        let limits = Limits {
+            requests_per_minute: self.requests_per_minute.or(o.limits.requests_per_minute),
+            tokens_per_minute: self.tokens_per_minute.or(o.limits.tokens_per_minute),
+        };
+        if limits.requests_per_minute == Some(0) || limits.tokens_per_minute == Some(0) {
+            return Err("rate limits must be at least 1".into());
+        }
+        Ok(if limits.is_none() {
+            backend
+        } else {
+            Arc::new(Limited::new(backend, limits))
         })
     }
 }

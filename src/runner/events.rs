@@ -82,6 +82,7 @@ pub struct Progress {
     in_flight: usize,
     retries: usize,
     exact: usize,
+    spent: Option<f64>,
     last_line: Option<std::time::Instant>,
 }
 
@@ -106,14 +107,19 @@ impl Progress {
             in_flight: 0,
             retries: 0,
             exact: 0,
+            spent: None,
             last_line: None,
         }
     }
 
     fn message(&self) -> String {
         let scored = self.done.max(1);
+        let spend = self
+            .spent
+            .map(|s| format!(" · ${s:.4} spent"))
+            .unwrap_or_default();
         format!(
-            "{} in flight · {} retries · exact {:.1}%",
+            "{} in flight · {} retries · exact {:.1}%{spend}",
             self.in_flight,
             self.retries,
             100.0 * self.exact as f64 / scored as f64
@@ -147,6 +153,9 @@ impl Listener for Progress {
                 self.done += 1;
                 if outcome.infra_error.is_none() && outcome.score.exact {
                     self.exact += 1;
+                }
+                if let Some(c) = outcome.cost_usd {
+                    *self.spent.get_or_insert(0.0) += c;
                 }
                 if let Some(b) = &self.bar {
                     b.set_message(self.message());
