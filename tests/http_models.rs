@@ -764,6 +764,16 @@ fn usage_beside_the_count_cost_and_a_spending_limit_that_leaves_the_run_resumabl
     assert_eq!(g["cost_usd"]["outcomes"], json!(4));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("Provider usage and cost"), "{md}");
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let at = |c: &str| row[header.iter().position(|h| *h == c).unwrap()];
+    let total: f64 = at("cost_usd_total").parse().unwrap();
+    assert!((total - g["cost_usd"]["total"].as_f64().unwrap()).abs() < 1e-9);
+    assert_eq!(
+        at("provider_input").parse::<f64>().unwrap(),
+        u["input"].as_u64().unwrap() as f64
+    );
 }
 
 #[test]

@@ -1064,6 +1064,27 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
             o(&|g| r(g).map(|x| x.hi)),
         ));
     }
+    // Provider usage and cost: empty for runs whose models report none (mock models).
+    for (name, get) in [
+        (
+            "provider_input",
+            &(|g: &Group| g.provider_usage.map(|u| u.input as f64))
+                as &dyn Fn(&Group) -> Option<f64>,
+        ),
+        ("provider_output", &|g: &Group| {
+            g.provider_usage.map(|u| u.output as f64)
+        }),
+        ("provider_counted_input", &|g: &Group| {
+            g.provider_usage.map(|u| u.counted_input as f64)
+        }),
+        ("provider_ratio", &|g: &Group| {
+            g.provider_usage.map(|u| u.ratio)
+        }),
+        ("cost_usd_total", &|g: &Group| g.cost_usd.map(|c| c.total)),
+        ("cost_usd_mean", &|g: &Group| g.cost_usd.map(|c| c.mean)),
+    ] {
+        cols.push(Column::new(name.into(), o(get)));
+    }
     for layer in LAYERS {
         cols.push(Column::new(
             format!("{layer}_median").into(),
