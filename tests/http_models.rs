@@ -274,11 +274,53 @@ fn openai_tool_calls_parallel_calls_usage_and_misbehaviour() {
             "0",
             "--seed",
             "7",
+            "--record",
         ],
     );
     ok(&o);
     let os = outcomes(tmp.path());
     assert_eq!(os.len(), 4);
+    // Replayed with no server at all (a closed port), with the same sampling: the
+    // same outcomes and the same summary.
+    let again = tempfile::tempdir().unwrap();
+    let replay = format!("replay:{}", tmp.path().join("x").display());
+    let r = run_tiny(
+        again.path(),
+        &replay,
+        &[
+            "--openai-base-url",
+            "http://127.0.0.1:9/v1",
+            "--temperature",
+            "0",
+            "--seed",
+            "7",
+        ],
+    );
+    ok(&r);
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        for t in v["turns"].as_array_mut().unwrap() {
+            t.as_object_mut().unwrap().remove("latency_ms");
+        }
+        v
+    };
+    let replayed = outcomes(again.path());
+    for o in &os {
+        let twin = replayed
+            .iter()
+            .find(|r| r["query_id"] == o["query_id"])
+            .unwrap();
+        assert_eq!(strip(twin), strip(o));
+    }
+    let summary = |d: &Path| std::fs::read_to_string(d.join("x/summary.json")).unwrap();
+    assert_eq!(summary(again.path()), summary(tmp.path()));
+    // Other sampling parameters make other requests: a named miss, exit 3.
+    let other = tempfile::tempdir().unwrap();
+    let m = run_tiny(other.path(), &replay, &["--temperature", "1"]);
+    assert_eq!(m.status.code(), Some(3));
+    let lines = std::fs::read_to_string(other.path().join("x/outcomes.jsonl")).unwrap();
+    assert!(lines.contains("no recorded answer"), "{lines}");
+    assert!(lines.contains("sampling parameters"), "{lines}");
     assert!(os
         .iter()
         .all(|o| o["model"] == "openai:test-model" && o["infra_error"].is_null()));

@@ -188,6 +188,7 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
                 out.push(Arc::new(Replay {
                     name: name.clone(),
                     tape: tape.clone(),
+                    parameters: o.sampling.to_json(),
                 }));
             }
             continue;

@@ -45,6 +45,10 @@ impl Backend for Anthropic {
         self.endpoint.prices
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        self.endpoint.sampling.to_json()
+    }
+
     fn open(
         &self,
         _key: &crate::record::OutcomeKey,

@@ -29,6 +29,17 @@ impl Secret {
     }
 }
 
+impl Sampling {
+    /// As a recording keys it: `null` when nothing is set.
+    pub fn to_json(&self) -> serde_json::Value {
+        if *self == Sampling::default() {
+            serde_json::Value::Null
+        } else {
+            serde_json::to_value(self).expect("sampling serializes")
+        }
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("***")
@@ -42,7 +53,7 @@ impl fmt::Display for Secret {
 }
 
 /// Sampling and length settings sent with every request.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Sampling {
     pub temperature: Option<f64>,

@@ -94,6 +94,10 @@ impl Backend for Limited {
         self.inner.prices()
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        self.inner.parameters()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(LimitedSession {
             inner: self.inner.open(key, truth),

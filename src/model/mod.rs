@@ -137,6 +137,11 @@ pub trait Backend: Send + Sync {
     fn wants_ground_truth(&self) -> bool {
         false
     }
+    /// The sampling parameters every request carries (part of a recording's key);
+    /// `null` for mock models.
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
     /// Prices in US dollars per million tokens, when known (cost reports).
     fn prices(&self) -> Option<models_file::Prices> {
         None

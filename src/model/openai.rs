@@ -42,6 +42,10 @@ impl Backend for OpenAi {
         self.endpoint.prices
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        self.endpoint.sampling.to_json()
+    }
+
     fn open(
         &self,
         _key: &crate::record::OutcomeKey,

@@ -34,6 +34,9 @@ pub const MISS: &str = "no recorded answer";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Digest {
     pub purpose: String,
+    /// The sampling parameters sent (`null` for none, and for mock models).
+    #[serde(default)]
+    pub parameters: serde_json::Value,
     pub system: String,
     /// A hash of every tool definition as counted, in order (one hash keeps a
     /// recording of a 200-tool catalog small).
@@ -73,11 +76,12 @@ fn purpose_name(p: Purpose) -> String {
     }
 }
 
-/// The digest of a request.
-pub fn digest(purpose: Purpose, cx: &Context) -> Digest {
+/// The digest of a request with these sampling parameters.
+pub fn digest(purpose: Purpose, cx: &Context, parameters: serde_json::Value) -> Digest {
     let h = |s: &str| content_hash(s.as_bytes())[..12].to_string();
     Digest {
         purpose: purpose_name(purpose),
+        parameters,
         system: h(&cx.system),
         tools: h(&cx
             .tools
@@ -151,12 +155,17 @@ impl Backend for Recording {
         self.inner.wants_ground_truth()
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        self.inner.parameters()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(RecordingSession {
             inner: self.inner.open(key, truth),
             recorder: self.recorder.clone(),
             key: key.clone(),
             turn: 0,
+            parameters: self.inner.parameters(),
         })
     }
 }
@@ -166,13 +175,14 @@ struct RecordingSession {
     recorder: Arc<Recorder>,
     key: OutcomeKey,
     turn: usize,
+    parameters: serde_json::Value,
 }
 
 #[async_trait::async_trait]
 impl Session for RecordingSession {
     async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
         let a = self.inner.respond(request).await?;
-        let digest = digest(request.purpose, request.context);
+        let digest = digest(request.purpose, request.context, self.parameters.clone());
         let line = Line {
             hash: request_hash(&self.key.model, self.key.repeat, &digest),
             key: self.key.clone(),
@@ -257,6 +267,12 @@ impl Tape {
         if r.purpose != d.purpose {
             out.push(format!("purpose {} (recorded {})", d.purpose, r.purpose));
         }
+        if r.parameters != d.parameters {
+            out.push(format!(
+                "sampling parameters {} (recorded {})",
+                d.parameters, r.parameters
+            ));
+        }
         if r.system != d.system {
             out.push("the system prompt differs".to_string());
         }
@@ -291,10 +307,13 @@ impl Tape {
     }
 }
 
-/// One recorded model, answering from a shared tape.
+/// One recorded model, answering from a shared tape. `parameters` are the sampling
+/// parameters of this run (`--temperature`, `--max-tokens`, `--seed`): a recording
+/// made with others does not answer.
 pub struct Replay {
     pub name: String,
     pub tape: Arc<Tape>,
+    pub parameters: serde_json::Value,
 }
 
 impl Backend for Replay {
@@ -307,6 +326,7 @@ impl Backend for Replay {
             tape: self.tape.clone(),
             key: key.clone(),
             turn: 0,
+            parameters: self.parameters.clone(),
         })
     }
 }
@@ -315,12 +335,13 @@ struct ReplaySession {
     tape: Arc<Tape>,
     key: OutcomeKey,
     turn: usize,
+    parameters: serde_json::Value,
 }
 
 #[async_trait::async_trait]
 impl Session for ReplaySession {
     async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
-        let d = digest(request.purpose, request.context);
+        let d = digest(request.purpose, request.context, self.parameters.clone());
         let h = request_hash(&self.key.model, self.key.repeat, &d);
         let turn = self.turn;
         self.turn += 1;
