@@ -6,12 +6,10 @@
 //! (required by the API: 4,096 unless set). The answer's text and `tool_use` blocks,
 //! stop reason and `usage` (input, output, cache-read input tokens) are read back.
 
-use std::time::Instant;
-
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Endpoint};
-use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::http::{Api, Endpoint, HttpBackend};
+use super::{Answer, ModelError, Purpose};
 use crate::record::Usage;
 use crate::wire::{Context, Message, Response, ToolCall};
 
@@ -22,48 +20,35 @@ pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the endpoint sets none (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
-pub struct Anthropic {
-    endpoint: Endpoint,
-    client: reqwest::Client,
-}
+/// The Messages wire format.
+pub struct Messages;
 
-impl Anthropic {
-    pub fn new(endpoint: Endpoint) -> Result<Anthropic, String> {
-        Ok(Anthropic {
-            client: http::client(endpoint.timeout)?,
-            endpoint,
-        })
-    }
-}
+/// A model behind the Messages API.
+pub type Anthropic = HttpBackend<Messages>;
 
-impl Backend for Anthropic {
-    fn name(&self) -> &str {
-        &self.endpoint.name
-    }
-
-    fn prices(&self) -> Option<super::models_file::Prices> {
-        self.endpoint.prices
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        self.endpoint.sampling.to_json()
-    }
-
-    fn open(
+impl Api for Messages {
+    fn request(
         &self,
-        _key: &crate::record::OutcomeKey,
-        _truth: Option<GroundTruth>,
-    ) -> Box<dyn Session> {
-        Box::new(AnthropicSession {
-            endpoint: self.endpoint.clone(),
-            client: self.client.clone(),
-        })
+        client: &reqwest::Client,
+        e: &Endpoint,
+        purpose: Purpose,
+        cx: &Context,
+    ) -> reqwest::RequestBuilder {
+        let mut req = client
+            .post(format!("{}/v1/messages", e.base_url))
+            .header("content-type", "application/json")
+            .header("anthropic-version", API_VERSION)
+            .body(body(e, purpose, cx).to_string());
+        if let Some(k) = &e.key {
+            req = req.header("x-api-key", k.expose());
+        }
+        req
     }
-}
 
-struct AnthropicSession {
-    endpoint: Endpoint,
-    client: reqwest::Client,
+    // 529 (overloaded) is a server error that may pass: retried like any 5xx.
+    fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
+        parse(v)
+    }
 }
 
 /// The request body for a context.
@@ -186,35 +171,4 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         refusal: (v.get("stop_reason").and_then(Value::as_str) == Some("refusal"))
             .then(|| text_of(blocks)),
     })
-}
-
-#[async_trait::async_trait]
-impl Session for AnthropicSession {
-    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
-        let e = &self.endpoint;
-        let body = body(e, request.purpose, request.context);
-        let mut req = self
-            .client
-            .post(format!("{}/v1/messages", e.base_url))
-            .header("content-type", "application/json")
-            .header("anthropic-version", API_VERSION)
-            .body(body.to_string());
-        if let Some(k) = &e.key {
-            req = req.header("x-api-key", k.expose());
-        }
-        let started = Instant::now();
-        let resp = req.send().await.map_err(http::send_error)?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let text = resp.text().await.map_err(http::body_error)?;
-        if !(200..300).contains(&status) {
-            // 529: the API is overloaded, a server error that may pass.
-            return Err(http::status_error(status, &headers, &text));
-        }
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
-        let mut a = parse(&v)?;
-        a.latency = Some(started.elapsed());
-        Ok(a)
-    }
 }

@@ -5,9 +5,15 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::Deserialize;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::ModelError;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use crate::record::OutcomeKey;
+use crate::wire::Context;
 
 /// The default per-request timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -75,6 +81,92 @@ pub struct Endpoint {
     pub timeout: Duration,
     /// USD per million tokens, when known.
     pub prices: Option<super::models_file::Prices>,
+}
+
+/// One provider's wire format (one file per implementation): how a context becomes a
+/// request, and how an answer is read back. Sending, timing and mapping HTTP
+/// failures to [`ModelError`]s are shared ([`HttpBackend`]).
+pub trait Api: Send + Sync + 'static {
+    /// The request for `cx`, addressed, authenticated and with its body.
+    fn request(
+        &self,
+        client: &reqwest::Client,
+        e: &Endpoint,
+        purpose: Purpose,
+        cx: &Context,
+    ) -> reqwest::RequestBuilder;
+    /// Reads a successful answer.
+    fn parse(&self, v: &Value) -> Result<Answer, ModelError>;
+}
+
+/// A model behind an HTTP API.
+pub struct HttpBackend<A: Api> {
+    api: Arc<A>,
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+impl<A: Api> HttpBackend<A> {
+    pub fn new(api: A, endpoint: Endpoint) -> Result<HttpBackend<A>, String> {
+        Ok(HttpBackend {
+            api: Arc::new(api),
+            client: client(endpoint.timeout)?,
+            endpoint,
+        })
+    }
+}
+
+impl<A: Api> Backend for HttpBackend<A> {
+    fn name(&self) -> &str {
+        &self.endpoint.name
+    }
+
+    fn prices(&self) -> Option<super::models_file::Prices> {
+        self.endpoint.prices
+    }
+
+    fn parameters(&self) -> Value {
+        self.endpoint.sampling.to_json()
+    }
+
+    fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+        Box::new(HttpSession {
+            api: self.api.clone(),
+            endpoint: self.endpoint.clone(),
+            client: self.client.clone(),
+        })
+    }
+}
+
+struct HttpSession<A: Api> {
+    api: Arc<A>,
+    endpoint: Endpoint,
+    client: reqwest::Client,
+}
+
+#[async_trait::async_trait]
+impl<A: Api> Session for HttpSession<A> {
+    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
+        let req = self.api.request(
+            &self.client,
+            &self.endpoint,
+            request.purpose,
+            request.context,
+        );
+        let started = Instant::now();
+        let resp = req.send().await.map_err(send_error)?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        let text = resp.text().await.map_err(body_error)?;
+        if !(200..300).contains(&status) {
+            return Err(status_error(status, &headers, &text));
+        }
+        let v: Value = serde_json::from_str(&text)
+            .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
+        let mut a = self.api.parse(&v)?;
+        a.latency = Some(started.elapsed());
+        Ok(a)
+    }
 }
 
 /// A client for an endpoint: no proxy lookups beyond the environment's, a request

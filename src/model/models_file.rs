@@ -270,8 +270,8 @@ impl Entry {
         let mut e = self.endpoint(o);
         e.prices = self.prices.or_else(|| known_prices(&self.model));
         let backend: Arc<dyn Backend> = match self.provider {
-            Provider::Openai => Arc::new(OpenAi::new(e)?),
-            Provider::Anthropic => Arc::new(Anthropic::new(e)?),
+            Provider::Openai => Arc::new(OpenAi::new(openai::ChatCompletions, e)?),
+            Provider::Anthropic => Arc::new(Anthropic::new(anthropic::Messages, e)?),
         };
         let limits = Limits {
             requests_per_minute: self.requests_per_minute.or(o.limits.requests_per_minute),

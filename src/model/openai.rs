@@ -7,60 +7,43 @@
 //! `arguments` kept as the raw string the model wrote, valid JSON or not), finish
 //! reason and `usage` (prompt, completion, cached prompt tokens) are read back.
 
-use std::time::Instant;
-
 use serde_json::{json, Map, Value};
 
-use super::http::{self, Endpoint};
-use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::http::{Api, Endpoint, HttpBackend};
+use super::{Answer, ModelError, Purpose};
 use crate::record::Usage;
 use crate::wire::{Context, Message, Response, ToolCall};
 
 /// The default base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-pub struct OpenAi {
-    endpoint: Endpoint,
-    client: reqwest::Client,
-}
+/// The Chat Completions wire format.
+pub struct ChatCompletions;
 
-impl OpenAi {
-    pub fn new(endpoint: Endpoint) -> Result<OpenAi, String> {
-        Ok(OpenAi {
-            client: http::client(endpoint.timeout)?,
-            endpoint,
-        })
-    }
-}
+/// An OpenAI-compatible model.
+pub type OpenAi = HttpBackend<ChatCompletions>;
 
-impl Backend for OpenAi {
-    fn name(&self) -> &str {
-        &self.endpoint.name
-    }
-
-    fn prices(&self) -> Option<super::models_file::Prices> {
-        self.endpoint.prices
-    }
-
-    fn parameters(&self) -> serde_json::Value {
-        self.endpoint.sampling.to_json()
-    }
-
-    fn open(
+impl Api for ChatCompletions {
+    fn request(
         &self,
-        _key: &crate::record::OutcomeKey,
-        _truth: Option<GroundTruth>,
-    ) -> Box<dyn Session> {
-        Box::new(OpenAiSession {
-            endpoint: self.endpoint.clone(),
-            client: self.client.clone(),
-        })
+        client: &reqwest::Client,
+        e: &Endpoint,
+        purpose: Purpose,
+        cx: &Context,
+    ) -> reqwest::RequestBuilder {
+        let mut req = client
+            .post(format!("{}/chat/completions", e.base_url))
+            .header("content-type", "application/json")
+            .body(body(e, purpose, cx).to_string());
+        if let Some(k) = &e.key {
+            req = req.bearer_auth(k.expose());
+        }
+        req
     }
-}
 
-struct OpenAiSession {
-    endpoint: Endpoint,
-    client: reqwest::Client,
+    fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
+        parse(v)
+    }
 }
 
 /// The request body for a context.
@@ -202,34 +185,5 @@ fn clip(v: &Value) -> String {
     match s.char_indices().nth(200) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s,
-    }
-}
-
-#[async_trait::async_trait]
-impl Session for OpenAiSession {
-    async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
-        let e = &self.endpoint;
-        let body = body(e, request.purpose, request.context);
-        let mut req = self
-            .client
-            .post(format!("{}/chat/completions", e.base_url))
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(k) = &e.key {
-            req = req.bearer_auth(k.expose());
-        }
-        let started = Instant::now();
-        let resp = req.send().await.map_err(http::send_error)?;
-        let status = resp.status().as_u16();
-        let headers = resp.headers().clone();
-        let text = resp.text().await.map_err(http::body_error)?;
-        if !(200..300).contains(&status) {
-            return Err(http::status_error(status, &headers, &text));
-        }
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
-        let mut a = parse(&v)?;
-        a.latency = Some(started.elapsed());
-        Ok(a)
     }
 }
