@@ -806,6 +806,12 @@ fn usage_beside_the_count_cost_and_a_spending_limit_that_leaves_the_run_resumabl
     assert_eq!(g["cost_usd"]["outcomes"], json!(4));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
     assert!(md.contains("Provider usage and cost"), "{md}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert_eq!(
+        junit.matches("<property name=\"cost_usd\"").count(),
+        4,
+        "{junit}"
+    );
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();

@@ -31,6 +31,26 @@ struct Case {
     score: Score,
     calls: Vec<Value>,
     infra_error: Option<String>,
+    #[serde(default)]
+    cost_usd: Option<f64>,
+}
+
+/// How an expected step reads in a failure message: its address, or its
+/// alternatives joined by `|`.
+fn step_text(x: &Value) -> String {
+    let addr = |v: &Value| {
+        v.get("address")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if let Some(alts) = x.get("any_of").and_then(Value::as_array) {
+        alts.iter().map(addr).collect::<Vec<_>>().join("|")
+    } else if let Some(call) = x.get("call") {
+        addr(call)
+    } else {
+        addr(x)
+    }
 }
 
 impl Exporter for Junit {
@@ -109,14 +129,28 @@ fn case(c: &Case) -> String {
         esc_attr(&format!("{}.{}.{}", c.scenario, c.mode, c.model)),
         esc_attr(&name)
     );
+    // What the case cost (real models with prices): a property, as JUnit readers
+    // that show properties expect it.
+    let props = c
+        .cost_usd
+        .map(|usd| {
+            format!(
+                "\n      <properties><property name=\"cost_usd\" value=\"{usd:.6}\"/></properties>"
+            )
+        })
+        .unwrap_or_default();
     if let Some(e) = &c.infra_error {
         let _ = writeln!(
             out,
-            ">\n      <error message=\"{}\"/>\n    </testcase>",
+            ">{props}\n      <error message=\"{}\"/>\n    </testcase>",
             esc_attr(e)
         );
     } else if c.score.exact {
-        let _ = writeln!(out, "/>");
+        if props.is_empty() {
+            let _ = writeln!(out, "/>");
+        } else {
+            let _ = writeln!(out, ">{props}\n    </testcase>");
+        }
     } else {
         let expected = c.expected.get("calls").cloned().unwrap_or(Value::Null);
         let predicted: Vec<String> = c.score.predicted.iter().map(|a| a.to_string()).collect();
@@ -133,20 +167,11 @@ fn case(c: &Case) -> String {
             .collect();
         let want: Vec<String> = expected
             .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|x| {
-                        x.get("address")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string()
-                    })
-                    .collect()
-            })
+            .map(|a| a.iter().map(step_text).collect())
             .unwrap_or_default();
         let _ = writeln!(
             out,
-            ">\n      <failure message=\"expected [{}], got [{}]\">expected calls: {}\nactual calls:\n{}</failure>\n    </testcase>",
+            ">{props}\n      <failure message=\"expected [{}], got [{}]\">expected calls: {}\nactual calls:\n{}</failure>\n    </testcase>",
             esc_attr(&want.join(", ")),
             esc_attr(&predicted.join(", ")),
             esc(&expected.to_string()),
