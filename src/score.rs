@@ -532,119 +532,104 @@ fn ordered_assignment(
             Some((find(a)?, find(b)?))
         })
         .collect();
-    // Positions of skill steps: 0 when in context from the start, else 1 + the index of
-    // the first executed call made after the read (a skill read before any call sits
-    // before all of them).
-    let skill_pos = |step: &Step| -> Option<usize> {
-        step.is_skill().then(|| {
-            facts
-                .executed
-                .iter()
-                .position(|c| {
-                    step.alternatives.iter().any(|a| match &a.address {
-                        Address::Skill(n) => c.skills_in_context.contains(n),
-                        _ => false,
+    // Where each skill instance sits: at the first executed call it was in context
+    // for (0 when it was there from the start). Skills sit at even positions, calls at
+    // odd ones, so a skill read before call `j` compares as before it.
+    let skill_pos: Vec<Option<usize>> = insts
+        .iter()
+        .map(|&i| {
+            let step = &expect.calls[i];
+            step.is_skill().then(|| {
+                2 * facts
+                    .executed
+                    .iter()
+                    .position(|c| {
+                        step.alternatives.iter().any(|a| match &a.address {
+                            Address::Skill(n) => c.skills_in_context.contains(n),
+                            _ => false,
+                        })
                     })
-                })
-                .unwrap_or(0)
+                    .unwrap_or(0)
+            })
         })
+        .collect();
+    let mut search = Search {
+        insts,
+        cand,
+        skill_pos,
+        sequence,
+        pairs,
+        pos: vec![None; insts.len()],
+        used: vec![false; facts.executed.len()],
+        budget: SEARCH_BUDGET,
     };
-    let mut pos: Vec<Option<usize>> = vec![None; insts.len()];
-    let mut used = vec![false; facts.executed.len()];
-    let mut budget = SEARCH_BUDGET;
-    #[allow(clippy::too_many_arguments)]
-    fn go(
-        k: usize,
-        expect: &Expect,
-        insts: &[usize],
-        cand: &[Vec<usize>],
-        sequence: bool,
-        pairs: &[(usize, usize)],
-        skill_pos: &dyn Fn(&Step) -> Option<usize>,
-        pos: &mut Vec<Option<usize>>,
-        used: &mut Vec<bool>,
-        budget: &mut usize,
-    ) -> bool {
-        if *budget == 0 {
+    search.go(0)
+}
+
+/// The backtracking search behind [`ordered_assignment`].
+struct Search<'a> {
+    /// Step index of each instance.
+    insts: &'a [usize],
+    /// Candidate calls of each instance.
+    cand: &'a [Vec<usize>],
+    /// The fixed position of each skill instance (`None` for calls).
+    skill_pos: Vec<Option<usize>>,
+    sequence: bool,
+    /// `before` pairs as step indices.
+    pairs: Vec<(usize, usize)>,
+    pos: Vec<Option<usize>>,
+    used: Vec<bool>,
+    budget: usize,
+}
+
+impl Search<'_> {
+    /// Assigns instances `k..` and checks the `before` pairs once all are placed.
+    fn go(&mut self, k: usize) -> bool {
+        if self.budget == 0 {
             return false;
         }
-        *budget -= 1;
-        if k == insts.len() {
-            // `before`: every position of step a below every position of step b.
-            return pairs.iter().all(|&(a, b)| {
+        self.budget -= 1;
+        if k == self.insts.len() {
+            return self.pairs.iter().all(|&(a, b)| {
                 let of = |s: usize| -> Vec<usize> {
-                    (0..insts.len())
-                        .filter(|&i| insts[i] == s)
-                        .filter_map(|i| pos[i])
+                    (0..self.insts.len())
+                        .filter(|&i| self.insts[i] == s)
+                        .filter_map(|i| self.pos[i])
                         .collect()
                 };
                 let (pa, pb) = (of(a), of(b));
                 pa.iter().all(|x| pb.iter().all(|y| x < y))
             });
         }
-        let step = &expect.calls[insts[k]];
-        if let Some(p) = skill_pos(step) {
-            // Skill positions sit between calls: scale so they compare with calls.
-            pos[k] = Some(2 * p);
-            return go(
-                k + 1,
-                expect,
-                insts,
-                cand,
-                sequence,
-                pairs,
-                skill_pos,
-                pos,
-                used,
-                budget,
-            );
+        if let Some(p) = self.skill_pos[k] {
+            self.pos[k] = Some(p);
+            return self.go(k + 1);
         }
-        let last = if sequence {
+        // With `order: sequence`, each call comes after the calls placed before it.
+        let last = if self.sequence {
             (0..k)
-                .filter(|&i| !expect.calls[insts[i]].is_skill())
-                .filter_map(|i| pos[i])
+                .filter(|&i| self.skill_pos[i].is_none())
+                .filter_map(|i| self.pos[i])
                 .max()
         } else {
             None
         };
-        for &j in &cand[k] {
+        for idx in 0..self.cand[k].len() {
+            let j = self.cand[k][idx];
             let p = 2 * j + 1;
-            if used[j] || last.is_some_and(|l| p <= l) {
+            if self.used[j] || last.is_some_and(|l| p <= l) {
                 continue;
             }
-            used[j] = true;
-            pos[k] = Some(p);
-            if go(
-                k + 1,
-                expect,
-                insts,
-                cand,
-                sequence,
-                pairs,
-                skill_pos,
-                pos,
-                used,
-                budget,
-            ) {
+            self.used[j] = true;
+            self.pos[k] = Some(p);
+            if self.go(k + 1) {
                 return true;
             }
-            used[j] = false;
-            pos[k] = None;
+            self.used[j] = false;
+            self.pos[k] = None;
         }
         false
     }
-    go(
-        0,
-        expect,
-        insts,
-        cand,
-        sequence,
-        &pairs,
-        &skill_pos,
-        &mut pos,
-        &mut used,
-        &mut budget,
-    )
 }
 
 /// Whether executed arguments satisfy an expected call.

@@ -17,6 +17,8 @@ use serde_json::{json, Value};
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 struct Seen {
+    /// When the request arrived.
+    at: std::time::Instant,
     path: String,
     headers: Vec<(String, String)>,
     body: Value,
@@ -98,6 +100,7 @@ fn handle(
         let mut body = vec![0; len];
         reader.read_exact(&mut body).unwrap();
         let req = Seen {
+            at: std::time::Instant::now(),
             path,
             headers,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
@@ -514,6 +517,17 @@ fn rate_limits_and_server_errors_are_retried_then_recorded_as_infra_errors() {
         os.iter().all(|o| o["infra_error"].is_null()),
         "recovered after two retries"
     );
+    // The waits: the 429's retry-after-ms (30 ms) was honoured, and the retry after
+    // the 503 waited for the backoff (attempt 2: 0.5–1 s of the 1 s base·2).
+    let seen = server.seen.lock().unwrap().clone();
+    let first_asks: Vec<&Seen> = seen
+        .iter()
+        .filter(|s| openai_turn(&s.body).0.contains("9921") && !openai_turn(&s.body).1)
+        .collect();
+    assert_eq!(first_asks.len(), 3, "429, 503, then the answer");
+    let gap = |a: &Seen, b: &Seen| b.at.duration_since(a.at);
+    assert!(gap(first_asks[0], first_asks[1]) >= Duration::from_millis(30));
+    assert!(gap(first_asks[1], first_asks[2]) >= Duration::from_millis(500));
     assert_eq!(by_query(&os, "refund")["score"]["exact"], json!(true));
 
     // A server that always fails: after the retries, an infra error with its cause;

@@ -179,6 +179,26 @@ pub struct TurnRecord {
     pub truncated: bool,
 }
 
+impl TurnRecord {
+    /// A turn without provider usage, latency or truncation (set them after).
+    pub fn new(
+        turn: usize,
+        request_tokens: usize,
+        tools_visible: usize,
+        entered: Vec<Entry>,
+    ) -> Self {
+        TurnRecord {
+            turn,
+            request_tokens,
+            tools_visible,
+            entered,
+            usage: None,
+            latency_ms: None,
+            truncated: false,
+        }
+    }
+}
+
 /// The selection step of one episode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SelectionRecord {

@@ -206,15 +206,7 @@ impl Episode<'_> {
                 Ok(a) => a,
                 Err(e) => {
                     infra_error = Some(e.to_string());
-                    turns.push(TurnRecord {
-                        turn,
-                        request_tokens: req,
-                        tools_visible: cx.tools.len(),
-                        entered,
-                        usage: None,
-                        latency_ms: None,
-                        truncated: false,
-                    });
+                    turns.push(TurnRecord::new(turn, req, cx.tools.len(), entered));
                     break;
                 }
             };
@@ -248,13 +240,10 @@ impl Episode<'_> {
             if tool_calls.is_empty() {
                 final_text = text;
                 turns.push(TurnRecord {
-                    turn,
-                    request_tokens: req,
-                    tools_visible: cx.tools.len(),
-                    entered,
                     usage,
                     latency_ms,
                     truncated,
+                    ..TurnRecord::new(turn, req, cx.tools.len(), entered)
                 });
                 break;
             }
@@ -319,13 +308,10 @@ impl Episode<'_> {
                 });
             }
             turns.push(TurnRecord {
-                turn,
-                request_tokens: req,
-                tools_visible: cx.tools.len(),
-                entered,
                 usage,
                 latency_ms,
                 truncated,
+                ..TurnRecord::new(turn, req, cx.tools.len(), entered)
             });
             if turn == unit.max_turns {
                 hit_max_turns = true;

@@ -298,7 +298,8 @@ mod tests {
         }
     }
 
-    fn run_flaky(fail: usize, error: ModelError, jobs: usize) -> (RunStats, Vec<Event>, usize) {
+    /// The tiny scenario under progressive with one model, `repeat` times.
+    fn tiny_plan(repeat: usize) -> (Arc<Plan>, Arc<Counter>) {
         let sc = crate::scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
         let counter = Arc::new(Counter::new(Encoding::O200kBase));
         let cfg = RunConfig {
@@ -306,13 +307,18 @@ mod tests {
             scenario_paths: Vec::new(),
             modes: vec![Mode::preset("progressive").unwrap()],
             models: vec!["flaky".into()],
-            repeat: 3,
+            repeat,
             max_turns: 10,
             selection: SelectionConfig::default(),
             templates: Arc::new(Templates::builtin()),
             templates_dir: None,
         };
         let plan = Arc::new(Plan::build(&[sc], &cfg, &counter).unwrap());
+        (plan, counter)
+    }
+
+    fn run_flaky(fail: usize, error: ModelError, jobs: usize) -> (RunStats, Vec<Event>, usize) {
+        let (plan, counter) = tiny_plan(3);
         let peak = Arc::new(AtomicUsize::new(0));
         let backend: Arc<dyn Backend> = Arc::new(Flaky {
             opened: Arc::new(AtomicUsize::new(0)),
@@ -411,20 +417,7 @@ mod tests {
                 }
             }
         }
-        let sc = crate::scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
-        let counter = Arc::new(Counter::new(Encoding::O200kBase));
-        let cfg = RunConfig {
-            run_id: "t".into(),
-            scenario_paths: Vec::new(),
-            modes: vec![Mode::preset("progressive").unwrap()],
-            models: vec!["flaky".into()],
-            repeat: 50,
-            max_turns: 10,
-            selection: SelectionConfig::default(),
-            templates: Arc::new(Templates::builtin()),
-            templates_dir: None,
-        };
-        let plan = Arc::new(Plan::build(&[sc], &cfg, &counter).unwrap());
+        let (plan, counter) = tiny_plan(50);
         let n = plan.items.len();
         let opened = Arc::new(AtomicUsize::new(0));
         let backend: Arc<dyn Backend> = Arc::new(Flaky {
