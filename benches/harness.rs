@@ -12,7 +12,7 @@ use clap::Parser;
 use discbench::cli::{dispatch, Cli, Environment};
 use discbench::runner::DEFAULT_JOBS;
 use discbench::scenario;
-use discbench::strategy::{Composite, Mode, SelectionConfig, Templates};
+use discbench::strategy::{Composite, Mode, ProtocolConfig, Templates};
 use discbench::tokens::{Counter, Encoding};
 
 fn benches(c: &mut Criterion) {
@@ -31,7 +31,7 @@ fn benches(c: &mut Criterion) {
                 None,
                 legacy.clone(),
                 &t,
-                SelectionConfig::default(),
+                ProtocolConfig::default(),
             )
             .unwrap()
         })
@@ -42,7 +42,7 @@ fn benches(c: &mut Criterion) {
         None,
         legacy.clone(),
         &t,
-        SelectionConfig::default(),
+        ProtocolConfig::default(),
     )
     .unwrap();
     let texts: Vec<String> = std::iter::once(comp.system().to_string())

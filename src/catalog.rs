@@ -226,7 +226,7 @@ pub enum Target<'a> {
 pub fn query_schema() -> Value {
     serde_json::json!({
         "type": "object",
-        "properties": {"sql": {"type": "string", "description": "A read-only SQL query (SQLite dialect)."}},
+        "properties": {"sql": {"type": "string", "description": "The SQL query to run."}},
         "required": ["sql"]
     })
 }
@@ -321,77 +321,153 @@ impl Catalog {
 }
 
 impl Catalog {
-    /// Every tool name the legacy strategies and the built-ins would expose, with the
-    /// address (or `database:{db}/{suffix}`) behind it, in catalog order.
+    /// Every tool name the legacy strategies and the built-ins expose, with the address
+    /// (or `database:{db}/{suffix}`) behind it, in catalog order. Names are FIM One's
+    /// (connectors and databases through [`safe_name`], MCP tools through
+    /// [`mcp_tool_name`]); a name already taken — by a built-in, a meta-tool or an
+    /// earlier name — gets `_` and 8 hex digits of its address's hash, as FIM One
+    /// suffixes a clashing connector with 8 characters of its id. Scoring keeps the
+    /// original addresses.
     pub fn exposed_tool_names(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
+        let mut raw = Vec::new();
         for c in &self.connectors {
             for a in &c.actions {
-                out.push((
-                    legacy_name(&c.name, &a.name),
+                raw.push((
+                    format!("{}__{}", safe_name(&c.name), safe_name(&a.name)),
                     Address::Connector(c.name.clone(), a.name.clone()).to_string(),
                 ));
             }
         }
         for d in &self.databases {
             for suffix in ["list_tables", "describe_table", "query"] {
-                out.push((
-                    legacy_name(&d.name, suffix),
+                raw.push((
+                    format!("{}__{suffix}", safe_name(&d.name)),
                     format!("database:{}/{suffix}", d.name),
                 ));
             }
         }
         for s in &self.mcp_servers {
             for t in &s.tools {
-                out.push((
-                    legacy_name(&s.name, &t.name),
+                raw.push((
+                    mcp_tool_name(&s.name, &t.name),
                     Address::Mcp(s.name.clone(), t.name.clone()).to_string(),
                 ));
             }
         }
+        let mut taken: std::collections::HashSet<String> = crate::scenario::RESERVED_TOOL_NAMES
+            .iter()
+            .map(|s| s.to_string())
+            .chain(self.builtins.iter().map(|b| b.name.clone()))
+            .collect();
+        let mut out: Vec<(String, String)> = raw
+            .into_iter()
+            .map(|(name, addr)| (unique(name, &addr, &mut taken), addr))
+            .collect();
         for b in &self.builtins {
             out.push((b.name.clone(), format!("builtin:{}", b.name)));
         }
         out
     }
 
-    /// The one place that decides legacy tool-name clashes: each name that two
-    /// addresses would share, or that is a meta-tool's name (`reserved`), as a message.
-    /// Scenario validation reports them; the legacy strategies can then rely on names
-    /// being unique.
+    /// The legacy tool name of an address key of [`Catalog::exposed_tool_names`].
+    pub fn legacy_tool_names(&self) -> std::collections::HashMap<String, String> {
+        self.exposed_tool_names()
+            .into_iter()
+            .map(|(name, addr)| (addr, name))
+            .collect()
+    }
+
+    /// The names the progressive `connector` tool shows, one per connector in catalog
+    /// order: [`safe_name`], a later clash suffixed as in [`Catalog::exposed_tool_names`].
+    pub fn connector_stub_names(&self) -> Vec<String> {
+        stub_names(self.connectors.iter().map(|c| c.name.as_str()), "connector")
+    }
+
+    /// The names the progressive `database` tool shows, as for connectors.
+    pub fn database_stub_names(&self) -> Vec<String> {
+        stub_names(self.databases.iter().map(|d| d.name.as_str()), "database")
+    }
+
+    /// The clashes that remain errors: built-ins (whose names are used verbatim) that
+    /// share a name, or take a meta-tool's name (`reserved`). Legacy names are made
+    /// unique instead (see [`Catalog::exposed_tool_names`]).
     pub fn tool_name_clashes(&self, reserved: &[&str]) -> Vec<String> {
-        let mut names: std::collections::HashMap<String, String> = Default::default();
+        let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for (tool, addr) in self.exposed_tool_names() {
-            if reserved.contains(&tool.as_str()) {
+        for b in &self.builtins {
+            if reserved.contains(&b.name.as_str()) {
                 out.push(format!(
-                    "`{addr}` would be exposed as the tool `{tool}`, which is a meta-tool name"
+                    "the built-in `{}` has a meta-tool's name; rename it",
+                    b.name
                 ));
-            } else if let Some(prev) = names.insert(tool.clone(), addr.clone()) {
-                out.push(format!(
-                    "`{addr}` and `{prev}` both become the legacy tool name `{tool}`; rename one"
-                ));
+            } else if !seen.insert(b.name.as_str()) {
+                out.push(format!("two built-ins are named `{}`; rename one", b.name));
             }
         }
         out
     }
 }
 
-/// The legacy tool name of a pair: `{a}__{b}`, lower-cased, every character that is not
-/// an ASCII letter or digit replaced by `_`.
-pub fn legacy_name(a: &str, b: &str) -> String {
-    format!("{}__{}", sanitize(a), sanitize(b))
+/// `name`, or `name_` and 8 hex digits of `id`'s hash when `name` is taken; the result
+/// is taken from then on.
+fn unique(name: String, id: &str, taken: &mut std::collections::HashSet<String>) -> String {
+    let name = if taken.contains(&name) {
+        format!(
+            "{name}_{}",
+            &crate::record::content_hash(id.as_bytes())[..8]
+        )
+    } else {
+        name
+    };
+    taken.insert(name.clone());
+    name
 }
 
-fn sanitize(s: &str) -> String {
-    s.chars()
+fn stub_names<'a>(names: impl Iterator<Item = &'a str>, kind: &str) -> Vec<String> {
+    let mut taken = std::collections::HashSet::new();
+    names
+        .map(|n| {
+            let safe = safe_name(n);
+            let safe = if safe.is_empty() {
+                format!("{kind}_{}", &crate::record::content_hash(n.as_bytes())[..8])
+            } else {
+                safe
+            };
+            unique(safe, &format!("{kind}:{n}"), &mut taken)
+        })
+        .collect()
+}
+
+/// FIM One's name for a connector, database or action: lower-cased, every character
+/// that is not an ASCII letter or digit replaced by `_`, `_` trimmed from both ends.
+pub fn safe_name(s: &str) -> String {
+    let mapped: String = s
+        .to_lowercase()
+        .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
+            if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                c
             } else {
                 '_'
             }
         })
+        .collect();
+    mapped.trim_matches('_').to_string()
+}
+
+/// FIM One's legacy MCP tool name: `{server}__{tool}` with every character outside
+/// ASCII letters, digits, `_` and `-` replaced by `_` (case kept), cut to 128 characters.
+pub fn mcp_tool_name(server: &str, tool: &str) -> String {
+    format!("{server}__{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(128)
         .collect()
 }
 
@@ -427,7 +503,59 @@ mod tests {
     }
 
     #[test]
-    fn legacy_names_are_sanitized() {
-        assert_eq!(legacy_name("My-ERP", "Get Order"), "my_erp__get_order");
+    fn names_are_sanitized_as_fim_one_does() {
+        assert_eq!(safe_name("My-ERP "), "my_erp");
+        assert_eq!(safe_name("__Get Order__"), "get_order");
+        assert_eq!(
+            mcp_tool_name("Asset Price MCP", "get-price"),
+            "Asset_Price_MCP__get-price"
+        );
+        assert_eq!(mcp_tool_name("s", &"x".repeat(200)).chars().count(), 128);
+    }
+
+    #[test]
+    fn clashing_names_are_made_unique_and_keep_their_addresses() {
+        let tool = |n: &str| McpTool {
+            name: n.into(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            response: None,
+        };
+        let server = |n: &str| McpServer {
+            name: n.into(),
+            description: String::new(),
+            tools: vec![tool("get_price")],
+        };
+        let cat = Catalog {
+            mcp_servers: vec![server("Asset_Price_MCP"), server("Asset Price MCP")],
+            ..Catalog::default()
+        };
+        let names = cat.exposed_tool_names();
+        assert_eq!(names[0].0, "Asset_Price_MCP__get_price");
+        assert!(
+            names[1].0.starts_with("Asset_Price_MCP__get_price_"),
+            "{names:?}"
+        );
+        assert_eq!(names[1].0.len(), "Asset_Price_MCP__get_price_".len() + 8);
+        assert_eq!(names[1].1, "mcp:Asset Price MCP/get_price");
+        assert!(cat.tool_name_clashes(&["mcp"]).is_empty());
+        let conns = Catalog {
+            connectors: ["CRM", "crm", "---"]
+                .iter()
+                .map(|n| Connector {
+                    name: n.to_string(),
+                    description: String::new(),
+                    actions: Vec::new(),
+                })
+                .collect(),
+            ..Catalog::default()
+        };
+        let stubs = conns.connector_stub_names();
+        assert_eq!(stubs[0], "crm");
+        assert!(
+            stubs[1].starts_with("crm_") && stubs[1].len() == 12,
+            "{stubs:?}"
+        );
+        assert!(stubs[2].starts_with("connector_"), "{stubs:?}");
     }
 }

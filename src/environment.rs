@@ -1,6 +1,7 @@
 //! The world the agent acts on: fixture responses for executed calls, and one embedded
 //! SQLite database per catalog database, built from its seed SQL and then made
-//! read-only, answering `query` calls with at most [`ROW_LIMIT`] rows.
+//! read-only, answering `query` calls with at most a row limit (by default
+//! [`ROW_LIMIT`], FIM One's default `max_rows`).
 //!
 //! [`Databases`] is shared by every episode of a scenario, however many run at once:
 //! each database is a small pool of identical read-only in-memory connections. A
@@ -19,8 +20,9 @@ use serde_json::{json, Value};
 
 use crate::catalog::{Address, Catalog, Target};
 
-/// Rows returned to the model by one query; more are cut with a note.
-pub const ROW_LIMIT: usize = 50;
+/// Rows returned to the model by one query unless configured otherwise; more are cut
+/// with a note.
+pub const ROW_LIMIT: usize = 1_000;
 /// Rows compared when SQL is judged by execution: the judge sees whole results, not
 /// the page the model was shown.
 pub const JUDGE_ROW_LIMIT: usize = 100_000;
@@ -407,9 +409,10 @@ mod tests {
     #[test]
     fn queries_are_read_only_and_limited() {
         let dbs = Databases::build(&cat()).unwrap();
-        let r = dbs.query("hr", "SELECT * FROM people").unwrap();
-        assert_eq!(r.rows.len(), ROW_LIMIT);
+        let r = dbs.query_limited("hr", "SELECT * FROM people", 50).unwrap();
+        assert_eq!(r.rows.len(), 50);
         assert!(r.truncated);
+        assert!(!dbs.query("hr", "SELECT * FROM people").unwrap().truncated);
         let e = dbs.query("hr", "DELETE FROM people").unwrap_err();
         assert!(e.0.contains("read-only"), "{e}");
         assert_eq!(

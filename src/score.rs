@@ -64,6 +64,9 @@ pub struct CallRecord {
     /// Skills whose full text was in the context when this call was made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills_in_context: Vec<String>,
+    /// The tool called exists but was not loaded by the selection step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unloaded: bool,
 }
 
 /// The selection metrics of one outcome.
@@ -94,6 +97,10 @@ pub struct Protocol {
     pub bad_subcommand: usize,
     pub schema_violation: usize,
     pub not_loaded: usize,
+    /// Calls of tools not loaded that ran anyway (the default, as in FIM One): a
+    /// protocol event, not an error.
+    #[serde(default)]
+    pub unloaded_calls: usize,
     pub repeat_call: usize,
     pub overfetch: usize,
     pub turns: usize,
@@ -809,6 +816,9 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         } else {
             seen.push((&c.tool, &c.arguments));
         }
+        if c.unloaded && c.error != Some(ProtocolError::NotLoaded) {
+            p.unloaded_calls += 1;
+        }
         match c.effect {
             CallEffect::Fetched => p.discovery_calls += 1,
             CallEffect::Executed => {
@@ -873,6 +883,7 @@ mod tests {
             blind: false,
             args: (effect == "executed").then(|| json!({"order_id": "9921"})),
             skills_in_context: skills.iter().map(|s| s.to_string()).collect(),
+            unloaded: false,
         }
     }
 
@@ -995,6 +1006,7 @@ mod tests {
             blind: false,
             args: Some(args),
             skills_in_context: Vec::new(),
+            unloaded: false,
         }
     }
 

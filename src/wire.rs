@@ -66,6 +66,9 @@ pub enum Message {
 pub struct Context {
     pub system: String,
     pub tools: std::sync::Arc<[ToolDef]>,
+    /// A tool the model must call (the selection step's forced call); `None` = the
+    /// model chooses.
+    pub tool_choice: Option<String>,
     pub messages: Vec<Message>,
 }
 

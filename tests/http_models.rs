@@ -472,6 +472,83 @@ fn anthropic_tool_use_and_tool_results() {
     assert_no_secret(tmp.path(), &o);
 }
 
+/// The selection step over the wire: a forced call of `select_tools`, in each
+/// provider's own form, answered by a call; the picked tool is what the turn offers.
+#[test]
+fn the_selection_step_forces_its_function_on_both_providers() {
+    let openai = serve(|s, _| {
+        let body = if s.body["tool_choice"]["function"]["name"] == "select_tools" {
+            openai_answer(
+                None,
+                json!([call(
+                    "s1",
+                    "select_tools",
+                    "{\"tools\":[\"erp__get_order\"]}"
+                )]),
+            )
+        } else {
+            openai_answer(Some("Done."), json!([]))
+        };
+        Reply::Json(200, vec![], body)
+    });
+    let anthropic = serve(|s, _| {
+        let body = if s.body["tool_choice"]["name"] == "select_tools" {
+            json!({"content": [{"type": "tool_use", "id": "toolu_s", "name": "select_tools", "input": {"tools": ["erp__get_order"]}}],
+                   "stop_reason": "tool_use", "usage": {"input_tokens": 90, "output_tokens": 9}})
+        } else {
+            json!({"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 500, "output_tokens": 5}})
+        };
+        Reply::Json(200, vec![], body)
+    });
+    for (model, url_flag, server) in [
+        ("openai:test-model", "--openai-base-url", &openai),
+        ("anthropic:claude-test", "--anthropic-base-url", &anthropic),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = run_tiny(
+            tmp.path(),
+            model,
+            &[url_flag, &server.url, "--selection-threshold", "2"],
+        );
+        ok(&o);
+        let os = outcomes(tmp.path());
+        let refund = by_query(&os, "refund");
+        assert_eq!(refund["selection"]["requests"], json!(1), "{refund}");
+        assert_eq!(
+            refund["selection"]["selected"],
+            json!(["erp__get_order"]),
+            "{model}"
+        );
+        let seen = server.seen.lock().unwrap().clone();
+        let select = seen
+            .iter()
+            .find(|s| s.body["tools"].as_array().is_some_and(|t| t.len() == 1))
+            .expect("a selection request");
+        let tools = select.body["tools"].as_array().unwrap();
+        if model.starts_with("openai") {
+            assert_eq!(
+                select.body["tool_choice"],
+                json!({"type": "function", "function": {"name": "select_tools"}})
+            );
+            assert_eq!(tools[0]["function"]["name"], json!("select_tools"));
+            assert!(select.body.get("parallel_tool_calls").is_none());
+        } else {
+            assert_eq!(
+                select.body["tool_choice"],
+                json!({"type": "tool", "name": "select_tools"})
+            );
+            assert_eq!(tools[0]["name"], json!("select_tools"));
+        }
+        // The turns after it offer the picked tool and request_tools.
+        let turn = seen
+            .iter()
+            .find(|s| s.body["tools"].as_array().is_some_and(|t| t.len() == 2))
+            .expect("an agent turn with the selected tools");
+        assert!(turn.body.get("tool_choice").is_none_or(|c| c == "auto"));
+    }
+}
+
 #[test]
 fn rate_limits_and_server_errors_are_retried_then_recorded_as_infra_errors() {
     // Every conversation's first request is refused twice (429 with retry-after-ms,

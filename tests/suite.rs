@@ -13,7 +13,8 @@ use discbench::record::Layer;
 use discbench::runner::{self, Outcome, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
-    Composite, Disclosure, Effect, Mode, ProtocolError, SelectionConfig, Templates,
+    Composite, Disclosure, Effect, Mode, ProtocolConfig, ProtocolError, SelectionConfig, Templates,
+    UnloadedCalls,
 };
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::ToolCall;
@@ -28,12 +29,24 @@ fn tiny() -> Scenario {
     scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap()
 }
 
+/// The default protocol with another selection threshold and maximum.
+fn selecting(threshold: usize, max: usize) -> ProtocolConfig {
+    ProtocolConfig {
+        selection: SelectionConfig { threshold, max },
+        ..ProtocolConfig::default()
+    }
+}
+
+fn names(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 /// The tiny scenario under a preset, with its own (default) instructions.
 fn tiny_composite(
     sc: &Scenario,
     t: &Arc<Templates>,
     preset: &str,
-    cfg: SelectionConfig,
+    cfg: ProtocolConfig,
 ) -> Composite {
     Composite::new(&sc.catalog, None, Mode::preset(preset).unwrap(), t, cfg).unwrap()
 }
@@ -44,7 +57,7 @@ fn plan_for(
     sc: &Scenario,
     mode: &Mode,
     model_name: &str,
-    selection: SelectionConfig,
+    selection: ProtocolConfig,
     counter: &Counter,
 ) -> Plan {
     let cfg = RunConfig {
@@ -54,7 +67,7 @@ fn plan_for(
         models: vec![model_name.into()],
         repeat: 1,
         max_turns: 10,
-        selection,
+        protocol: selection,
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,
     };
@@ -62,7 +75,7 @@ fn plan_for(
 }
 
 fn episode(sc: &Scenario, mode: &Mode, model_name: &str, q: usize, counter: &Counter) -> Outcome {
-    let plan = plan_for(sc, mode, model_name, SelectionConfig::default(), counter);
+    let plan = plan_for(sc, mode, model_name, ProtocolConfig::default(), counter);
     let m = model::build(model_name).unwrap();
     runner::run_one(&plan, q, m.as_ref(), counter)
 }
@@ -133,30 +146,27 @@ fn request_tools_engages_on_the_large_scenario() {
     let mode = Mode::preset("progressive").unwrap();
     let m = model::build("oracle").unwrap();
     for max in [6, 1] {
-        let plan = plan_for(
-            &sc,
-            &mode,
-            "oracle",
-            SelectionConfig { threshold: 12, max },
-            &counter,
-        );
+        let plan = plan_for(&sc, &mode, "oracle", selecting(12, max), &counter);
         assert!(plan.units[0].composite.selection_applies());
-        let mut used = 0;
+        let (mut used, mut filtered, mut shortcuts) = (0, 0, 0);
         for (i, q) in sc.queries.iter().enumerate() {
             let o = runner::run_one(&plan, i, m.as_ref(), &counter);
-            assert!(
-                o.selection.as_ref().is_some_and(|s| s.selected.is_some()),
-                "{}: selection ran",
-                q.id
-            );
-            assert!(
+            let sel = o.selection.as_ref().expect("selection ran");
+            // `request_tools` is offered exactly when the step filtered the tools (an
+            // empty answer, for a query that needs none, keeps every tool).
+            assert_eq!(
+                sel.selected.is_some(),
                 o.turns[0].entered.iter().any(|e| e.what == "request_tools"),
-                "{}: request_tools offered",
+                "{}",
                 q.id
             );
+            filtered += usize::from(sel.selected.is_some());
+            shortcuts += usize::from(sel.shortcut);
             assert!(o.score.exact, "{} (max {max})", q.id);
             used += o.calls.iter().filter(|c| c.tool == "request_tools").count();
         }
+        assert!(filtered > sc.queries.len() / 2, "{filtered} filtered");
+        assert!(shortcuts > 0, "the keyword shortcut decides some queries");
         if max == 1 {
             assert!(
                 used > 0,
@@ -238,7 +248,7 @@ fn token_counts_match_an_independent_encode() {
         sc.agent.instructions.as_deref(),
         Mode::preset("legacy").unwrap(),
         &t,
-        SelectionConfig::default(),
+        ProtocolConfig::default(),
     )
     .unwrap();
     assert_eq!(
@@ -263,7 +273,7 @@ fn meta_tools_answer_as_designed() {
     let sc = tiny();
     let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = tiny_composite(&sc, &t, "progressive", SelectionConfig::default());
+    let comp = tiny_composite(&sc, &t, "progressive", ProtocolConfig::default());
     let mut st = comp.new_state();
     let call = |name: &str, args: Value| ToolCall::new("c", name, &args);
 
@@ -275,11 +285,14 @@ fn meta_tools_answer_as_designed() {
         &mut st,
         &dbs,
     );
-    let v: Value = serde_json::from_str(&r.content).unwrap();
-    assert_eq!(
-        v["actions"][0]["parameters"]["required"],
-        json!(["order_id"]),
-        "discover returns full schemas"
+    assert!(
+        r.content.starts_with("Connector: erp\nDescription: ")
+            && r.content
+                .contains("Actions (2):\n\n  get_order:\n    method: GET\n")
+            && r.content
+                .contains("    parameters: {\n  \"type\": \"object\",\n"),
+        "discover returns full schemas, as indented text: {}",
+        r.content
     );
     assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.len() == 2));
 
@@ -380,34 +393,56 @@ fn selection_step_and_request_tools() {
     let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
     // A threshold of 2 makes the tiny catalog (5 tools) select.
-    let cfg = SelectionConfig {
-        threshold: 2,
-        max: 1,
-    };
-    let comp = tiny_composite(&sc, &t, "progressive", cfg);
+    let comp = tiny_composite(&sc, &t, "progressive", selecting(2, 1));
     assert!(comp.selection_applies());
     let mut st = comp.new_state();
+    // The cap comes first (`calculator`), then `read_skill` is pinned.
     assert_eq!(
-        comp.apply_selection(&mut st, "Sure: [\"calculator\", \"mcp\"]"),
-        Some(vec!["calculator".to_string()])
+        comp.apply_selection(&mut st, Some(&names(&["calculator", "mcp"]))),
+        Some(names(&["read_skill", "calculator"]))
     );
-    let names: Vec<String> = comp
+    let visible: Vec<String> = comp
         .visible_tools(&st)
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    assert_eq!(names, ["calculator", "request_tools"]);
+    assert_eq!(visible, ["read_skill", "calculator", "request_tools"]);
     let rt = comp.visible_tools(&st).last().unwrap().clone();
-    assert!(rt.description.contains("- connector: Call actions of external API connectors. Discover a connector first to see its a..."), "{}", rt.description);
-    let r = comp.resolve(
-        &ToolCall::new(
-            "1",
-            "connector",
-            &json!({"subcommand": "discover", "connector": "erp"}),
-        ),
-        &mut st,
-        &dbs,
+    let connector = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name == "connector")
+        .unwrap();
+    let first80: String = connector
+        .description
+        .replace('\n', " ")
+        .chars()
+        .take(80)
+        .collect();
+    assert!(
+        rt.description
+            .contains(&format!("- connector: {first80}\n")),
+        "{}",
+        rt.description
     );
+    // A tool that exists but is not loaded runs, as in FIM One...
+    let discover = ToolCall::new(
+        "1",
+        "connector",
+        &json!({"subcommand": "discover", "connector": "erp"}),
+    );
+    assert!(!comp.is_loaded(&st, "connector"));
+    let r = comp.resolve(&discover, &mut st.clone(), &dbs);
+    assert!(matches!(r.effect, Effect::Fetched { .. }), "{}", r.content);
+    // ...and is refused when asked for.
+    let strict = ProtocolConfig {
+        unloaded: UnloadedCalls::Refuse,
+        ..selecting(2, 1)
+    };
+    let comp_strict = tiny_composite(&sc, &t, "progressive", strict);
+    let mut st_strict = comp_strict.new_state();
+    comp_strict.apply_selection(&mut st_strict, Some(&names(&["calculator"])));
+    let r = comp_strict.resolve(&discover, &mut st_strict, &dbs);
     assert!(matches!(
         r.effect,
         Effect::Error {
@@ -423,12 +458,9 @@ fn selection_step_and_request_tools() {
         .visible_tools(&st)
         .iter()
         .any(|t| t.name == "connector"));
-    // An unusable answer keeps every tool loaded.
+    // No usable answer keeps every tool loaded, and offers no `request_tools`.
     let mut st2 = comp.new_state();
-    assert_eq!(
-        comp.apply_selection(&mut st2, "I think the calculator"),
-        None
-    );
+    assert_eq!(comp.apply_selection(&mut st2, None), None);
     assert_eq!(comp.visible_tools(&st2).len(), comp.all_tools().len());
 }
 
@@ -492,7 +524,7 @@ fn snapshot_context(preset: &str) -> String {
         sc.agent.instructions.as_deref(),
         Mode::preset(preset).unwrap(),
         &t,
-        SelectionConfig::default(),
+        ProtocolConfig::default(),
     )
     .unwrap();
     let mut s = format!(
@@ -710,47 +742,44 @@ fn a_template_that_fails_to_render_is_bad_input_and_writes_nothing() {
 }
 
 #[test]
-fn a_refused_request_tools_loads_nothing_and_a_garbled_selection_keeps_all() {
+fn request_tools_loads_in_part_and_an_empty_or_garbled_selection_keeps_all() {
     let sc = tiny();
     let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let cfg = SelectionConfig {
-        threshold: 2,
-        max: 1,
-    };
-    let comp = tiny_composite(&sc, &t, "progressive", cfg);
+    let comp = tiny_composite(&sc, &t, "progressive", selecting(2, 1));
     let mut st = comp.new_state();
     assert_eq!(
-        comp.apply_selection(&mut st, "[\"calculator\"]"),
-        Some(vec!["calculator".to_string()])
+        comp.apply_selection(&mut st, Some(&names(&["calculator"]))),
+        Some(names(&["read_skill", "calculator"]))
     );
     let r = comp.resolve(
         &ToolCall::new(
             "1",
             "request_tools",
-            &json!({"tool_names": ["connector", "tpyo"]}),
+            &json!({"tool_names": ["connector", "tpyo", "calculator"]}),
         ),
         &mut st,
         &dbs,
     );
-    assert!(matches!(
-        r.effect,
-        Effect::Error {
-            error: ProtocolError::UnknownTarget
-        }
-    ));
-    let names: Vec<String> = comp
+    assert!(matches!(r.effect, Effect::Fetched { .. }));
+    assert_eq!(
+        r.content,
+        "Loaded: connector. Already loaded: calculator. Unknown: tpyo"
+    );
+    let visible: Vec<String> = comp
         .visible_tools(&st)
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    assert_eq!(names, ["calculator", "request_tools"], "nothing was loaded");
-
-    let mut st = comp.new_state();
-    assert_eq!(comp.apply_selection(&mut st, "[\"tpyo\", \"nope\"]"), None);
-    assert_eq!(comp.visible_tools(&st).len(), comp.all_tools().len());
-    let mut st = comp.new_state();
-    assert_eq!(comp.apply_selection(&mut st, "[]"), Some(Vec::new()));
+    assert_eq!(
+        visible,
+        ["read_skill", "connector", "calculator", "request_tools"]
+    );
+    for garbled in [names(&["tpyo", "nope"]), Vec::new()] {
+        let mut st = comp.new_state();
+        assert_eq!(comp.apply_selection(&mut st, Some(&garbled)), None);
+        assert_eq!(comp.visible_tools(&st).len(), comp.all_tools().len());
+    }
 }
 
 #[test]
@@ -769,7 +798,7 @@ fn a_query_without_sql_is_an_executed_call_with_a_schema_violation_in_both_modes
         ),
         ("legacy", ToolCall::new("1", "hr__query", &json!({}))),
     ] {
-        let comp = tiny_composite(&sc, &t, preset, SelectionConfig::default());
+        let comp = tiny_composite(&sc, &t, preset, ProtocolConfig::default());
         let mut st = comp.new_state();
         let r = comp.resolve(&call, &mut st, &dbs);
         match r.effect {
@@ -835,7 +864,7 @@ fn fixture_responses_answer_by_arguments_and_validate_lists_the_rest() {
     let sc = scenario::load(&path).unwrap();
     let t = Arc::new(Templates::builtin());
     let dbs = Databases::build(&sc.catalog).unwrap();
-    let comp = tiny_composite(&sc, &t, "legacy", SelectionConfig::default());
+    let comp = tiny_composite(&sc, &t, "legacy", ProtocolConfig::default());
     let mut st = comp.new_state();
     let mut answer = |tool: &str, args: Value| {
         let r = comp.resolve(&ToolCall::new("c", tool, &args), &mut st, &dbs);

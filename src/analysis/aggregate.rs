@@ -22,12 +22,13 @@ const BATCH: usize = 65_536;
 
 /// Protocol counters whose rate (share of outcomes where the counter is above zero)
 /// is reported, each with its Wilson interval.
-pub const PROTOCOL_RATES: [&str; 12] = [
+pub const PROTOCOL_RATES: [&str; 13] = [
     "blind_calls",
     "unknown_target",
     "bad_subcommand",
     "schema_violation",
     "not_loaded",
+    "unloaded_calls",
     "repeat_call",
     "overfetch",
     "hit_max_turns",
@@ -95,6 +96,8 @@ struct LineProtocol {
     schema_violation: u32,
     #[serde(default)]
     not_loaded: u32,
+    #[serde(default)]
+    unloaded_calls: u32,
     repeat_call: u32,
     overfetch: u32,
     turns: u32,
@@ -152,6 +155,7 @@ impl Batch {
             ("bad_subcommand", p.bad_subcommand),
             ("schema_violation", p.schema_violation),
             ("not_loaded", p.not_loaded),
+            ("unloaded_calls", p.unloaded_calls),
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),
             ("turns", p.turns),

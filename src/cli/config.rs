@@ -10,7 +10,7 @@ use crate::record::manifest::Settings;
 use crate::runner::DEFAULT_MAX_TURNS;
 use crate::scenario::{self, Scenario};
 use crate::strategy::mode::{Mode, PRESETS};
-use crate::strategy::{Composite, SelectionConfig, Templates};
+use crate::strategy::{Composite, ProtocolConfig, Templates};
 use crate::tokens::{Counter, Encoding};
 
 /// The default tokenizer.
@@ -61,7 +61,7 @@ pub struct Prepared {
     pub counter: Counter,
     pub templates: Arc<Templates>,
     pub templates_dir: Option<PathBuf>,
-    pub selection: SelectionConfig,
+    pub protocol: ProtocolConfig,
 }
 
 /// Validates the shared flags and loads the scenarios. Every scenario is rendered
@@ -75,14 +75,8 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
     let modes = resolve_modes(&c.modes, |v| std::env::var(v).ok())?;
     let templates = Templates::with_overrides(c.templates.as_deref())
         .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
-    let defaults = SelectionConfig::default();
-    let selection = SelectionConfig {
-        threshold: c.selection_threshold.unwrap_or(defaults.threshold),
-        max: c.selection_max.unwrap_or(defaults.max),
-    };
-    if selection.max == 0 {
-        return Err(Failure::Usage("--selection-max must be at least 1".into()));
-    }
+    let protocol = ProtocolConfig::resolve(&c.protocol_flags(), |v| std::env::var(v).ok())
+        .map_err(Failure::Usage)?;
     // The tokenizer's tables take a while to build: build them while the scenarios load.
     let counter = std::thread::spawn(move || Counter::new(encoding));
     let scenario_paths = default_paths(&c.scenarios);
@@ -95,7 +89,7 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
                 sc.agent.instructions.as_deref(),
                 m.with_overrides(&sc.agent.modes),
                 &templates,
-                selection,
+                protocol,
             )
             .and_then(|comp| comp.check_templates())
             .map_err(|e| {
@@ -113,7 +107,7 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         counter: counter.join().expect("the tokenizer builds"),
         templates,
         templates_dir: c.templates.clone(),
-        selection,
+        protocol,
     })
 }
 
@@ -158,22 +152,7 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
             given.templates, recorded.templates_dir
         ));
     }
-    for (flag, g, r) in [
-        (
-            "--selection-threshold",
-            given.selection_threshold,
-            recorded.selection_threshold,
-        ),
-        (
-            "--selection-max",
-            given.selection_max,
-            recorded.selection_max,
-        ),
-    ] {
-        if g.is_some_and(|g| g != r) {
-            differs.push(format!("{flag} {} (the run used {r})", g.unwrap_or(r)));
-        }
-    }
+    differs.extend(recorded.protocol.disagreements(&given.protocol_flags()));
     if !differs.is_empty() {
         return Err(Failure::Usage(format!(
             "cannot resume: the command line differs from the run's run.json: {}",
@@ -190,8 +169,16 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         },
         tokenizer: Some(recorded.tokenizer.clone()),
         templates: recorded.templates_dir.clone(),
-        selection_threshold: Some(recorded.selection_threshold),
-        selection_max: Some(recorded.selection_max),
+        // The recorded settings, whole: the environment of the resuming shell must not
+        // change them.
+        selection_threshold: Some(recorded.protocol.selection.threshold),
+        selection_max: Some(recorded.protocol.selection.max),
+        unloaded_calls: Some(recorded.protocol.unloaded),
+        row_limit: Some(recorded.protocol.row_limit),
+        result_max_chars: Some(recorded.protocol.results.max_chars),
+        result_max_items: Some(recorded.protocol.results.max_items),
+        result_budget: Some(recorded.protocol.results.budget_tokens),
+        skill_stub_chars: Some(recorded.protocol.skill_stub_chars),
     })
 }
 

@@ -104,12 +104,53 @@ pub struct Common {
     /// A directory of prompt templates overriding the built-in ones, file by file.
     #[arg(long, value_name = "DIR")]
     pub templates: Option<PathBuf>,
-    /// The selection step runs when a mode offers more tools than this [default: 12]
+    /// The selection step runs when a mode offers more tools than this
+    /// [default: $REACT_TOOL_SELECTION_THRESHOLD or 12]
     #[arg(long)]
     pub selection_threshold: Option<usize>,
-    /// The selection step keeps at most this many tools [default: 6]
+    /// The selection step keeps at most this many tools, pinned ones aside
+    /// [default: $REACT_TOOL_SELECTION_MAX or 6]
     #[arg(long)]
     pub selection_max: Option<usize>,
+    /// Calls of tools that exist but were not loaded: run (as FIM One) or refuse
+    /// [default: run]
+    #[arg(long, value_name = "run|refuse", value_parser = crate::strategy::UnloadedCalls::parse)]
+    pub unloaded_calls: Option<crate::strategy::UnloadedCalls>,
+    /// Rows a database query returns at most [default: 1000]
+    #[arg(long)]
+    pub row_limit: Option<usize>,
+    /// Connector and MCP results are cut to this many characters
+    /// [default: $TOOL_OUTPUT_MAX_CHARS or 50000]
+    #[arg(long)]
+    pub result_max_chars: Option<usize>,
+    /// JSON arrays in connector and MCP results keep this many items
+    /// [default: $TOOL_OUTPUT_MAX_ITEMS or 10]
+    #[arg(long)]
+    pub result_max_items: Option<usize>,
+    /// Estimated tokens (characters / 4) of all tool results of one query; 0 = no
+    /// budget [default: $REACT_TOOL_RESULT_BUDGET or 40000]
+    #[arg(long)]
+    pub result_budget: Option<usize>,
+    /// Skill stub descriptions are cut to this many characters, `...` included
+    /// [default: $SKILL_STUB_DESC_LENGTH or 120]
+    #[arg(long)]
+    pub skill_stub_chars: Option<usize>,
+}
+
+impl Common {
+    /// The protocol flags as given.
+    pub fn protocol_flags(&self) -> crate::strategy::config::ProtocolFlags {
+        crate::strategy::config::ProtocolFlags {
+            selection_threshold: self.selection_threshold,
+            selection_max: self.selection_max,
+            unloaded: self.unloaded_calls,
+            row_limit: self.row_limit,
+            result_max_chars: self.result_max_chars,
+            result_max_items: self.result_max_items,
+            result_budget: self.result_budget,
+            skill_stub_chars: self.skill_stub_chars,
+        }
+    }
 }
 
 #[derive(Args, Debug)]

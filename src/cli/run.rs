@@ -220,7 +220,7 @@ fn build(
         models,
         repeat,
         max_turns,
-        selection: p.selection,
+        protocol: p.protocol,
         templates: p.templates.clone(),
         templates_dir: p.templates_dir,
     };

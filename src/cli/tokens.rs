@@ -8,7 +8,7 @@ use super::{config, Failure, TokensArgs};
 use crate::exit;
 use crate::scenario::Scenario;
 use crate::strategy::mode::Mode;
-use crate::strategy::{Composite, SelectionConfig, Templates};
+use crate::strategy::{Composite, ProtocolConfig, Templates};
 use crate::tokens::Counter;
 
 pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
@@ -18,7 +18,7 @@ pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         &p.modes,
         &p.counter,
         &p.templates,
-        p.selection,
+        p.protocol,
         a.show,
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
@@ -34,7 +34,7 @@ pub fn tokens_report(
     modes: &[Mode],
     counter: &Counter,
     templates: &Arc<Templates>,
-    selection: SelectionConfig,
+    protocol: ProtocolConfig,
     show: bool,
 ) -> Result<String, crate::strategy::TemplateError> {
     use std::fmt::Write;
@@ -53,7 +53,7 @@ pub fn tokens_report(
                 sc.agent.instructions.as_deref(),
                 mode,
                 templates,
-                selection,
+                protocol,
             )?;
             let sys = counter.count(comp.system());
             let defs = counter.tools(comp.all_tools());

@@ -52,7 +52,7 @@ impl Api for Messages {
 }
 
 /// The request body for a context.
-pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
+pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
     let mut messages: Vec<Value> = Vec::new();
     let mut results: Vec<Value> = Vec::new();
     let flush = |messages: &mut Vec<Value>, results: &mut Vec<Value>| {
@@ -106,7 +106,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     );
     b.insert("system".into(), json!(cx.system));
     b.insert("messages".into(), Value::Array(messages));
-    if !cx.tools.is_empty() && purpose == Purpose::Act {
+    if !cx.tools.is_empty() {
         b.insert(
             "tools".into(),
             cx.tools
@@ -114,6 +114,9 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect(),
         );
+        if let Some(f) = &cx.tool_choice {
+            b.insert("tool_choice".into(), json!({"type": "tool", "name": f}));
+        }
     }
     if let Some(t) = endpoint.sampling.temperature {
         b.insert("temperature".into(), json!(t));

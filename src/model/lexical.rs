@@ -75,7 +75,8 @@ impl Session for LexicalSession {
         let cx = request.context;
         let query = cx.query().to_string();
         if let Purpose::Select { max } = request.purpose {
-            return Ok(Response::say(select(cx, &query, max)).into());
+            let names = select(cx, max);
+            return Ok(super::selection_answer(cx, &names).into());
         }
         let calls = if cx.messages.len() <= 1 {
             self.first(cx, &query)
@@ -91,11 +92,14 @@ impl Session for LexicalSession {
     }
 }
 
-/// The selection answer: the top tools by BM25 over name and description.
-fn select(cx: &Context, query: &str, max: usize) -> String {
-    // The selection prompt lists `- name: description` lines.
-    let lines: Vec<(&str, &str)> = cx
-        .system
+/// The selection answer: the top tools by BM25 over name and description. The
+/// selection request is read as a person would: its first line is the request
+/// (after a `Label: `), and its `- name: description` lines are the catalog.
+fn select(cx: &Context, max: usize) -> Vec<String> {
+    let prompt = cx.query();
+    let first = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let query = first.split_once(": ").map_or(first, |(_, q)| q);
+    let lines: Vec<(&str, &str)> = prompt
         .lines()
         .filter_map(|l| l.strip_prefix("- "))
         .filter_map(|l| l.split_once(": "))
@@ -107,8 +111,10 @@ fn select(cx: &Context, query: &str, max: usize) -> String {
     let scores = bm25::scores(query, &docs);
     let mut idx: Vec<usize> = (0..lines.len()).filter(|i| scores[*i] > 0.0).collect();
     idx.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
-    let names: Vec<&str> = idx.iter().take(max).map(|i| lines[*i].0).collect();
-    serde_json::to_string(&names).expect("names serialize")
+    idx.iter()
+        .take(max)
+        .map(|i| lines[*i].0.to_string())
+        .collect()
 }
 
 impl LexicalSession {
@@ -224,49 +230,77 @@ impl LexicalSession {
         content: &str,
         query: &str,
     ) -> Option<ToolCall> {
-        let v: Value = serde_json::from_str(content).ok()?;
-        let (list_key, schema_key, sub, name_key, args_key, container_key) = match tool {
-            "connector" => (
-                "actions",
-                "parameters",
-                "execute",
-                "action",
-                "parameters",
-                "connector",
-            ),
-            "mcp" => (
-                "tools",
-                "inputSchema",
-                "call",
-                "tool",
-                "arguments",
-                "server",
-            ),
-            "database" => ("tables", "", "query", "", "", "database"),
+        let (sub, name_key, container_key) = match tool {
+            "connector" => ("execute", "action", "connector"),
+            "mcp" => ("call", "tool", "server"),
+            "database" => ("query", "", "database"),
             _ => return None,
         };
-        let items = v.get(list_key)?.as_array()?;
+        let items = discovered(content);
         let docs: Vec<String> = items
             .iter()
-            .map(|i| {
-                let name = i.get("name").and_then(Value::as_str).unwrap_or("");
-                let desc = i.get("description").and_then(Value::as_str).unwrap_or("");
-                format!("{} {desc}", name.replace(['_', '-'], " "))
-            })
+            .map(|(name, desc, _)| format!("{} {desc}", name.replace(['_', '-'], " ")))
             .collect();
         let pick = bm25::best(query, &docs).map(|(i, _)| i).unwrap_or(0);
-        let item = items.get(pick)?;
-        let name = item.get("name")?.as_str()?;
+        let (name, _, schema) = items.get(pick)?;
+        let name = name.as_str();
         let id = self.id();
         self.pending.insert(id.clone(), Step::Done);
         let args = if tool == "database" {
             json!({"subcommand": sub, container_key: container, "sql": format!("SELECT * FROM {name} LIMIT 20")})
         } else {
-            let schema = item.get(schema_key).cloned().unwrap_or(json!({}));
-            json!({"subcommand": sub, container_key: container, name_key: name, args_key: fill_from_query(&schema, query)})
+            json!({"subcommand": sub, container_key: container, name_key: name, "parameters": fill_from_query(schema, query)})
         };
         Some(ToolCall::new(id, tool, &args))
     }
+}
+
+/// The items a `discover` answer lists, read from its text: per action or tool, its
+/// name (a `  name:` line), description (`    description: …`) and parameter schema
+/// (`    parameters: {…}` up to the blank line); per table, its name and description
+/// (`  name -- description`).
+fn discovered(content: &str) -> Vec<(String, String, Value)> {
+    let mut out: Vec<(String, String, Value)> = Vec::new();
+    let mut json_lines: Option<Vec<&str>> = None;
+    for line in content.lines() {
+        if let Some(buf) = json_lines.as_mut() {
+            if line.is_empty() {
+                let text = std::mem::take(buf).join("\n");
+                if let (Some(last), Ok(v)) = (out.last_mut(), serde_json::from_str(&text)) {
+                    last.2 = v;
+                }
+                json_lines = None;
+            } else {
+                buf.push(line);
+            }
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        let body = line.trim();
+        if indent == 2 && !body.is_empty() {
+            let (name, desc) = match body.split_once(" -- ") {
+                Some((n, d)) => (n, d),
+                None => (body.trim_end_matches(':'), ""),
+            };
+            out.push((name.to_string(), desc.to_string(), json!({})));
+        } else if indent == 4 {
+            if let Some(d) = body.strip_prefix("description: ") {
+                if let Some(last) = out.last_mut() {
+                    last.1 = d.to_string();
+                }
+            } else if let Some(p) = body.strip_prefix("parameters: ") {
+                if p.starts_with('{') {
+                    json_lines = Some(vec![p]);
+                }
+            }
+        }
+    }
+    if let (Some(buf), Some(last)) = (json_lines, out.last_mut()) {
+        if let Ok(v) = serde_json::from_str(&buf.join("\n")) {
+            last.2 = v;
+        }
+    }
+    out
 }
 
 /// Every option the context shows, with the text it is ranked by.
@@ -291,20 +325,27 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
                 .unwrap_or_default()
         };
         match t.name.as_str() {
+            // The skills are the system prompt's `- **name**` stub lines.
             "read_skill" => {
-                for s in enum_of("name") {
-                    let text = line_naming(&cx.system, &s);
-                    out.push((Option_::Skill(s), text));
+                for line in cx.system.lines() {
+                    if let Some((name, _)) = line
+                        .strip_prefix("- **")
+                        .and_then(|rest| rest.split_once("**"))
+                    {
+                        out.push((Option_::Skill(name.to_string()), line.to_string()));
+                    }
                 }
             }
+            // The tools not loaded are its description's `- name: description` lines.
             "request_tools" => {
-                for n in enum_of("tool_names") {
-                    let text = format!(
-                        "{} {}",
-                        n.replace('_', " "),
-                        line_naming(&t.description, &format!("- {n}:"))
-                    );
-                    out.push((Option_::Unloaded(n), text));
+                for line in t.description.lines() {
+                    if let Some((name, desc)) = line
+                        .strip_prefix("- ")
+                        .and_then(|rest| rest.split_once(": "))
+                    {
+                        let text = format!("{} {desc}", name.replace('_', " "));
+                        out.push((Option_::Unloaded(name.to_string()), text));
+                    }
                 }
             }
             "connector" | "mcp" | "database" => {
@@ -314,7 +355,7 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
                     _ => "database",
                 };
                 for n in enum_of(param) {
-                    let text = line_naming(&t.description, &format!("- {n}"));
+                    let text = line_naming(&t.description, &format!("- {n}:"));
                     out.push((
                         Option_::Stub {
                             tool: t.name.clone(),

@@ -38,6 +38,18 @@ pub enum Purpose {
     Act,
 }
 
+/// How a mock model answers the selection step: a call of the forced function when
+/// the request forces one, else the JSON object as text.
+pub(crate) fn selection_answer(cx: &Context, names: &[String]) -> crate::wire::Response {
+    let args = serde_json::json!({ "tools": names });
+    match &cx.tool_choice {
+        Some(f) => {
+            crate::wire::Response::call(vec![crate::wire::ToolCall::new("call_select", f, &args)])
+        }
+        None => crate::wire::Response::say(args.to_string()),
+    }
+}
+
 /// One request to a model: nothing but what a real model would be sent.
 pub struct Request<'a> {
     pub purpose: Purpose,

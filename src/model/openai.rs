@@ -2,7 +2,8 @@
 //! calling (OpenAI, vLLM, llama.cpp's server, Ollama, LM Studio, OpenRouter…).
 //!
 //! The context becomes `messages` (system first), `tools` (function tools, exactly the
-//! definitions discbench counts), `tool_choice: "auto"` and `parallel_tool_calls`;
+//! definitions discbench counts), `tool_choice` (`"auto"`, or the forced function of
+//! the selection step) and, for agent turns, `parallel_tool_calls`;
 //! temperature, `max_tokens` and seed when set. The answer's text, tool calls (their
 //! `arguments` kept as the raw string the model wrote, valid JSON or not), finish
 //! reason and `usage` (prompt, completion, cached prompt tokens) are read back.
@@ -83,7 +84,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     let mut b = Map::new();
     b.insert("model".into(), json!(endpoint.model));
     b.insert("messages".into(), Value::Array(messages));
-    if !cx.tools.is_empty() && purpose == Purpose::Act {
+    if !cx.tools.is_empty() {
         b.insert(
             "tools".into(),
             cx.tools
@@ -94,8 +95,20 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                 })
                 .collect(),
         );
-        b.insert("tool_choice".into(), json!("auto"));
-        b.insert("parallel_tool_calls".into(), json!(true));
+        match &cx.tool_choice {
+            Some(f) => {
+                b.insert(
+                    "tool_choice".into(),
+                    json!({"type": "function", "function": {"name": f}}),
+                );
+            }
+            None => {
+                b.insert("tool_choice".into(), json!("auto"));
+            }
+        }
+        if purpose == Purpose::Act {
+            b.insert("parallel_tool_calls".into(), json!(true));
+        }
     }
     let s = &endpoint.sampling;
     if let Some(t) = s.temperature {

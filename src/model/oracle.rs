@@ -93,7 +93,7 @@ impl OracleSession {
         if let Purpose::Select { max } = request.purpose {
             let mut tools = protocol.tools_for(&targets);
             tools.truncate(max);
-            return Response::say(serde_json::to_string(&tools).expect("names serialize"));
+            return super::selection_answer(request.context, &tools);
         }
         let state = truth.state.lock().expect("episode state");
         for (k, t) in targets.iter().enumerate() {
@@ -111,7 +111,16 @@ impl OracleSession {
                 continue;
             }
             let args = oracle_args(t, protocol);
-            if let Some((tool, a)) = protocol.route(t, &args, &state) {
+            if let Some((tool, mut a)) = protocol.route(t, &args, &state) {
+                // Loading tools: load every one the rest of the task needs at once.
+                if tool == crate::strategy::selection::REQUEST_TOOLS {
+                    let missing: Vec<String> = protocol
+                        .tools_for(&targets[k..])
+                        .into_iter()
+                        .filter(|n| !protocol.is_loaded(&state, n))
+                        .collect();
+                    a = serde_json::json!({ "tool_names": missing });
+                }
                 self.calls += 1;
                 return Response::call(vec![ToolCall::new(
                     format!("call_{}", self.calls),

@@ -42,8 +42,9 @@ pub struct Settings {
     pub model_specs: Vec<String>,
     pub repeat: usize,
     pub max_turns: usize,
-    pub selection_threshold: usize,
-    pub selection_max: usize,
+    /// The protocol settings: selection threshold and maximum, calls of tools not
+    /// loaded, row and result limits, skill stub length.
+    pub protocol: crate::strategy::ProtocolConfig,
     pub tokenizer: String,
     /// The `--templates` directory, if any (the hashes below are what counts).
     pub templates_dir: Option<PathBuf>,
@@ -244,10 +245,11 @@ impl Manifest {
         if a.max_turns != b.max_turns {
             d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
         }
-        if (a.selection_threshold, a.selection_max) != (b.selection_threshold, b.selection_max) {
+        if a.protocol != b.protocol {
             d.push(format!(
-                "selection threshold/max: {}/{} now {}/{}",
-                a.selection_threshold, a.selection_max, b.selection_threshold, b.selection_max
+                "protocol settings: {} now {}",
+                serde_json::to_string(&a.protocol).unwrap_or_default(),
+                serde_json::to_string(&b.protocol).unwrap_or_default()
             ));
         }
         for (name, h) in &self.templates {

@@ -206,9 +206,16 @@ pub struct SelectionRecord {
     /// The tools selected, or `None` when the answer was unusable (all stayed loaded).
     pub selected: Option<Vec<String>>,
     pub answer: String,
-    /// The provider's usage for the selection request, when it gave it.
+    /// The provider's usage for the selection requests, when it gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// The keyword shortcut decided, with no model call.
+    #[serde(default)]
+    pub shortcut: bool,
+    /// Model requests made: 1 (the forced call), 2 (then plain text) or 3 (and its
+    /// retry); 0 for the shortcut.
+    #[serde(default)]
+    pub requests: usize,
 }
 
 /// The scored result of one (scenario, query, mode, model, repeat): one JSON line.

@@ -354,12 +354,17 @@ fn outcome_html(o: &Outcome) -> String {
     if let Some(sel) = &o.selection {
         let _ = write!(
             s,
-            "<p style='font-size:13px'>selection step ({} tools, {} tokens): {}</p>",
+            "<p style='font-size:13px'>selection step ({} tools, {} tokens, {}): {}</p>",
             sel.tools_before,
             o.tokens.selection,
+            if sel.shortcut {
+                "keyword shortcut, no model call".to_string()
+            } else {
+                format!("{} model request(s)", sel.requests)
+            },
             esc(&match &sel.selected {
                 Some(v) => format!("kept {}", v.join(", ")),
-                None => "unusable answer, all tools kept".into(),
+                None => "no usable or an empty answer, all tools kept".into(),
             })
         );
     }

@@ -20,7 +20,7 @@ use crate::record::{
 };
 use crate::scenario::{Expect, Scenario};
 use crate::score::{self, CallEffect, CallRecord};
-use crate::strategy::{Effect, State};
+use crate::strategy::{selection, Effect, Level, State};
 use crate::tokens::{Counter, Ledger};
 use crate::wire::{Message, Response};
 
@@ -102,29 +102,12 @@ impl Episode<'_> {
 
         let mut selection = None;
         if comp.selection_applies() {
-            match comp.selection_context(&query.text) {
-                Ok(cx) => {
-                    let req = c.context(&cx);
-                    let max = comp.selection_config().max;
-                    let (answer, sel_usage) = match asker.ask(Purpose::Select { max }, &cx).await {
-                        Ok(a) => (a.response.text.unwrap_or_default(), a.usage),
-                        Err(e) => {
-                            infra_error = Some(e.to_string());
-                            (String::new(), None)
-                        }
-                    };
-                    ledger.selection = req + c.count(&answer);
-                    ledger.billed_input += req;
-                    ledger.peak_context = req;
-                    let selected = comp.apply_selection(&mut lock(&state), &answer);
-                    selection = Some(SelectionRecord {
-                        tools_before: comp.all_tools().len(),
-                        selected,
-                        answer,
-                        usage: sel_usage,
-                    });
-                }
-                Err(e) => infra_error = Some(e.to_string()),
+            match self
+                .select(comp, &query.text, &mut asker, &mut ledger, &state)
+                .await
+            {
+                Ok(record) => selection = Some(record),
+                Err(e) => infra_error = Some(e),
             }
         }
 
@@ -137,6 +120,8 @@ impl Episode<'_> {
         let mut hit_max_turns = false;
         let mut seen_tools: BTreeSet<String> = BTreeSet::new();
         let mut n_turns = 0;
+        // FIM One's budget on all tool results of one query.
+        let mut budget = crate::strategy::results::Budget::new(comp.config().results.budget_tokens);
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut text_calls, mut refusals, mut truncs) = (0, 0, 0, 0);
         for turn in 1..=unit.max_turns {
@@ -251,7 +236,10 @@ impl Episode<'_> {
             // call of a parallel batch was not in context for the others.
             let seen_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
             for call in tool_calls {
-                let r = comp.resolve(&call, &mut lock(&state), self.databases);
+                let unloaded = !comp.is_loaded(&lock(&state), &call.name)
+                    && comp.all_tools().iter().any(|t| t.name == call.name);
+                let mut r = comp.resolve(&call, &mut lock(&state), self.databases);
+                r.content = budget.apply(std::mem::take(&mut r.content));
                 let n = c.count(&r.content);
                 let mut record = CallRecord {
                     turn,
@@ -265,6 +253,7 @@ impl Episode<'_> {
                     blind: false,
                     args: None,
                     skills_in_context: seen_skills.clone(),
+                    unloaded,
                 };
                 let layer = match &r.effect {
                     Effect::Fetched { addresses } => {
@@ -361,6 +350,109 @@ impl Episode<'_> {
             cost_usd,
         }
     }
+}
+
+impl Episode<'_> {
+    /// The selection step as the seed system runs it: the keyword shortcut, else a
+    /// forced `select_tools` call, else a plain-text request (asked once more when its
+    /// answer held no JSON object). Every request made is counted in `selection`.
+    async fn select(
+        &self,
+        comp: &crate::strategy::Composite,
+        query: &str,
+        asker: &mut Asker<'_>,
+        ledger: &mut Ledger,
+        state: &Mutex<State>,
+    ) -> Result<SelectionRecord, String> {
+        let tools_before = comp.all_tools().len();
+        if let Some(picked) = comp.selection_shortcut(query) {
+            let selected = comp.apply_selection(&mut lock(state), Some(&picked));
+            return Ok(SelectionRecord {
+                tools_before,
+                selected,
+                answer: String::new(),
+                usage: None,
+                shortcut: true,
+                requests: 0,
+            });
+        }
+        let max = comp.selection_config().max;
+        let mut acc = SelectAcc::default();
+        let forced = comp
+            .selection_context(query, Level::Forced)
+            .map_err(|e| e.to_string())?;
+        let mut answer = self
+            .ask_select(asker, ledger, &mut acc, &forced, max)
+            .await?;
+        let mut object = selection::answer_object(&answer);
+        if object.is_none() {
+            let text = comp
+                .selection_context(query, Level::Text)
+                .map_err(|e| e.to_string())?;
+            answer = self.ask_select(asker, ledger, &mut acc, &text, max).await?;
+            object = selection::answer_object(&answer);
+            let said = answer.text.clone().unwrap_or_default();
+            if object.is_none() && !said.is_empty() {
+                let again = comp
+                    .selection_retry(&text, &said)
+                    .map_err(|e| e.to_string())?;
+                answer = self
+                    .ask_select(asker, ledger, &mut acc, &again, max)
+                    .await?;
+                object = selection::answer_object(&answer);
+            }
+        }
+        let picked = object.as_ref().map(selection::names_in);
+        let selected = comp.apply_selection(&mut lock(state), picked.as_deref());
+        Ok(SelectionRecord {
+            tools_before,
+            selected,
+            answer: match answer.calls.first() {
+                Some(call) => call.arguments.clone(),
+                None => answer.text.unwrap_or_default(),
+            },
+            usage: acc.usage,
+            shortcut: false,
+            requests: acc.requests,
+        })
+    }
+
+    /// One selection request, counted.
+    async fn ask_select(
+        &self,
+        asker: &mut Asker<'_>,
+        ledger: &mut Ledger,
+        acc: &mut SelectAcc,
+        cx: &crate::wire::Context,
+        max: usize,
+    ) -> Result<Response, String> {
+        let c = self.counter;
+        let req = c.context(cx);
+        ledger.billed_input += req;
+        ledger.peak_context = ledger.peak_context.max(req);
+        acc.requests += 1;
+        let a = asker
+            .ask(Purpose::Select { max }, cx)
+            .await
+            .map_err(|e| e.to_string())?;
+        let said = c.message(&Message::Assistant {
+            content: a.response.text.clone(),
+            tool_calls: a.response.calls.clone(),
+        });
+        ledger.selection += req + said;
+        acc.usage = match (acc.usage, a.usage) {
+            (Some(u), Some(v)) => Some(u.plus(v)),
+            (u, v) => u.or(v),
+        };
+        Ok(a.response)
+    }
+}
+
+/// What the selection requests of one episode add up to.
+#[derive(Default)]
+struct SelectAcc {
+    usage: Option<Usage>,
+    requests: usize,
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {

@@ -243,7 +243,7 @@ mod tests {
     use crate::model::{Answer, GroundTruth, ModelError, Request, Session};
     use crate::runner::events::Recorder;
     use crate::runner::RunConfig;
-    use crate::strategy::{Mode, SelectionConfig, Templates};
+    use crate::strategy::{Mode, ProtocolConfig, Templates};
     use crate::tokens::Encoding;
     use crate::wire::Response;
 
@@ -309,7 +309,7 @@ mod tests {
             models: vec!["flaky".into()],
             repeat,
             max_turns: 10,
-            selection: SelectionConfig::default(),
+            protocol: ProtocolConfig::default(),
             templates: Arc::new(Templates::builtin()),
             templates_dir: None,
         };

@@ -21,7 +21,7 @@ pub use executor::{execute, ExecOptions, Work, DEFAULT_JOBS};
 pub use plan::{Plan, WorkItem};
 pub use retry::RetryPolicy;
 
-use crate::strategy::{Mode, SelectionConfig, Templates};
+use crate::strategy::{Mode, ProtocolConfig, Templates};
 
 /// The default limit of agent-loop rounds.
 pub const DEFAULT_MAX_TURNS: usize = 10;
@@ -35,7 +35,7 @@ pub struct RunConfig {
     pub models: Vec<String>,
     pub repeat: usize,
     pub max_turns: usize,
-    pub selection: SelectionConfig,
+    pub protocol: ProtocolConfig,
     pub templates: Arc<Templates>,
     pub templates_dir: Option<PathBuf>,
 }

@@ -96,7 +96,7 @@ impl Plan {
                     sc.agent.instructions.as_deref(),
                     mode,
                     &cfg.templates,
-                    cfg.selection,
+                    cfg.protocol,
                 )
                 .and_then(|c| c.check_templates().map(|_| c))
                 .map_err(|source| PlanError::Template {
@@ -179,8 +179,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         model_specs: Vec::new(),
         repeat: cfg.repeat,
         max_turns: cfg.max_turns,
-        selection_threshold: cfg.selection.threshold,
-        selection_max: cfg.selection.max,
+        protocol: cfg.protocol,
         tokenizer: tokenizer.to_string(),
         templates_dir: cfg.templates_dir.clone(),
     }

@@ -1,34 +1,48 @@
-//! Connectors, legacy: one tool per action, `{connector}__{action}`, with the action's
-//! full parameter schema.
+//! Connectors, legacy: one tool per action, `{connector}__{action}` (FIM One's
+//! sanitised names), with the action's description (or `METHOD path` when it has none)
+//! and its full parameter schema.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::{execute, Env, Rendered, Resolution, State, Strategy};
-use crate::catalog::{legacy_name, Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
 pub struct ConnectorsLegacy {
     rendered: Rendered,
     by_tool: HashMap<String, Address>,
+    by_address: HashMap<Address, String>,
 }
 
 impl ConnectorsLegacy {
     pub fn new(catalog: &Catalog) -> Self {
         let mut tools = Vec::new();
         let mut by_tool = HashMap::new();
+        let mut by_address = HashMap::new();
+        let names = catalog.legacy_tool_names();
         for c in &catalog.connectors {
             for a in &c.actions {
-                let name = legacy_name(&c.name, &a.name);
-                by_tool.insert(
-                    name.clone(),
-                    Address::Connector(c.name.clone(), a.name.clone()),
-                );
+                let address = Address::Connector(c.name.clone(), a.name.clone());
+                let name = names[&address.to_string()].clone();
+                by_tool.insert(name.clone(), address.clone());
+                by_address.insert(address, name.clone());
+                let description = if a.description.is_empty() {
+                    format!(
+                        "{} {}",
+                        a.method.as_deref().unwrap_or(""),
+                        a.path.as_deref().unwrap_or("")
+                    )
+                    .trim()
+                    .to_string()
+                } else {
+                    a.description.clone()
+                };
                 tools.push(ToolDef {
                     name,
-                    description: a.description.clone(),
+                    description,
                     parameters: a.parameters.clone(),
                 });
             }
@@ -39,6 +53,7 @@ impl ConnectorsLegacy {
                 tools,
             },
             by_tool,
+            by_address,
         }
     }
 }
@@ -66,9 +81,7 @@ impl Strategy for ConnectorsLegacy {
         args: &Value,
         _state: &State,
     ) -> Option<(String, Value)> {
-        let Address::Connector(c, a) = &target.address else {
-            return None;
-        };
-        Some((legacy_name(c, a), args.clone()))
+        let name = self.by_address.get(&target.address)?;
+        Some((name.clone(), args.clone()))
     }
 }

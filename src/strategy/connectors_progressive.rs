@@ -1,16 +1,19 @@
 //! Connectors, progressive: one `connector` tool whose description lists each
-//! connector with its action names; `discover <connector>` returns the actions' full
-//! schemas, `execute <connector> <action> {parameters}` runs one.
+//! connector (FIM One's sanitised name, its description, its action names);
+//! `discover <connector>` returns the actions with their full parameter schemas as
+//! indented text, `execute <connector> <action> {parameters}` runs one.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::databases_progressive::or_name;
+use super::results::pretty;
 use super::templates::TemplateError;
 use super::{
     arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
 };
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{safe_name, Address, Catalog, Connector, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -19,26 +22,38 @@ pub const CONNECTOR: &str = "connector";
 pub struct ConnectorsProgressive {
     catalog: Arc<Catalog>,
     rendered: Rendered,
+    /// The name each connector is shown by, in catalog order.
+    names: Vec<String>,
 }
 
 impl ConnectorsProgressive {
     pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
+        let names = catalog.connector_stub_names();
         let stubs: Vec<Value> = catalog
             .connectors
             .iter()
-            .map(|c| json!({"name": c.name, "description": c.description.trim(), "actions": c.actions.iter().map(|a| &a.name).collect::<Vec<_>>()}))
+            .zip(&names)
+            .map(|(c, name)| {
+                json!({
+                    "name": name,
+                    "description": or_name(&c.description, &c.name),
+                    "actions": c.actions.iter().map(|a| safe_name(&a.name)).collect::<Vec<_>>(),
+                })
+            })
             .collect();
-        let names: Vec<&str> = catalog.connectors.iter().map(|c| c.name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
         let tool = ToolDef {
             name: CONNECTOR.into(),
             description: t.render("connector.j2", json!({"connectors": stubs}))?,
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "subcommand": {"type": "string", "enum": ["discover", "execute"]},
-                    "connector": {"type": "string", "enum": names},
-                    "action": {"type": "string", "description": "The action to execute (execute only)."},
-                    "parameters": {"type": "object", "description": "The action's parameters (execute only)."}
+                    "subcommand": {"type": "string", "enum": ["discover", "execute"],
+                        "description": "discover: a connector's actions; execute: call one of them."},
+                    "connector": {"type": "string", "description": "Name of the connector.", "enum": sorted},
+                    "action": {"type": "string", "description": "Action to call (execute only)."},
+                    "parameters": {"type": "object", "description": "Action parameters as JSON (execute only)."}
                 },
                 "required": ["subcommand", "connector"]
             }),
@@ -49,8 +64,51 @@ impl ConnectorsProgressive {
                 section: String::new(),
                 tools: vec![tool],
             },
+            names,
         })
     }
+
+    fn by_name(&self, name: &str) -> Option<&Connector> {
+        let i = self.names.iter().position(|n| n == name)?;
+        self.catalog.connectors.get(i)
+    }
+
+    fn name_of(&self, connector: &str) -> Option<&str> {
+        let i = self
+            .catalog
+            .connectors
+            .iter()
+            .position(|c| c.name == connector)?;
+        self.names.get(i).map(String::as_str)
+    }
+}
+
+/// `discover`'s answer: the connector, then per action its method, path, description
+/// and parameters (indented JSON, or `(none)`).
+fn discover_text(conn: &Connector, shown_as: &str) -> String {
+    let mut lines = vec![
+        format!("Connector: {shown_as}"),
+        format!("Description: {}", or_name(&conn.description, &conn.name)),
+        format!("Actions ({}):", conn.actions.len()),
+        String::new(),
+    ];
+    for a in &conn.actions {
+        lines.push(format!("  {}:", safe_name(&a.name)));
+        lines.push(format!("    method: {}", a.method.as_deref().unwrap_or("")));
+        lines.push(format!("    path: {}", a.path.as_deref().unwrap_or("")));
+        if !a.description.is_empty() {
+            lines.push(format!("    description: {}", a.description));
+        }
+        let empty =
+            a.parameters.is_null() || a.parameters.as_object().is_some_and(|o| o.is_empty());
+        lines.push(if empty {
+            "    parameters: (none)".to_string()
+        } else {
+            format!("    parameters: {}", pretty(&a.parameters))
+        });
+        lines.push(String::new());
+    }
+    lines.join("\n")
 }
 
 impl Strategy for ConnectorsProgressive {
@@ -74,26 +132,18 @@ impl Strategy for ConnectorsProgressive {
             (Ok(s), Ok(n)) => (s, n),
             (Err(r), _) | (_, Err(r)) => return r,
         };
-        let Some(conn) = self.catalog.connector(name) else {
+        let Some(conn) = self.by_name(name) else {
             return Resolution::error(
                 ProtocolError::UnknownTarget,
                 format!(
                     "no connector `{name}`; {}",
-                    valid(
-                        "connectors",
-                        self.catalog.connectors.iter().map(|c| &c.name)
-                    )
+                    valid("connectors", &self.names)
                 ),
             );
         };
         match sub {
             "discover" => {
-                let actions: Vec<Value> = conn
-                    .actions
-                    .iter()
-                    .map(|a| json!({"name": a.name, "description": a.description, "method": a.method, "path": a.path, "parameters": a.parameters}))
-                    .collect();
-                let content = json!({"connector": conn.name, "description": conn.description, "actions": actions}).to_string();
+                let content = discover_text(conn, name);
                 let addrs = conn
                     .actions
                     .iter()
@@ -106,18 +156,22 @@ impl Strategy for ConnectorsProgressive {
                     Ok(a) => a,
                     Err(r) => return r,
                 };
-                if !conn.actions.iter().any(|a| a.name == action) {
+                // The first action whose shown name matches, as FIM One looks it up.
+                let Some(found) = conn.actions.iter().find(|a| safe_name(&a.name) == action) else {
                     return Resolution::error(
                         ProtocolError::UnknownTarget,
                         format!(
                             "connector `{name}` has no action `{action}`; {}",
-                            valid("actions", conn.actions.iter().map(|a| &a.name))
+                            valid("actions", conn.actions.iter().map(|a| safe_name(&a.name)))
                         ),
                     );
-                }
-                let params = args.get("parameters").cloned().unwrap_or_else(|| json!({}));
+                };
+                let params = match args.get("parameters") {
+                    None | Some(Value::Null) => json!({}),
+                    Some(p) => p.clone(),
+                };
                 execute(
-                    Address::Connector(name.to_string(), action.to_string()),
+                    Address::Connector(conn.name.clone(), found.name.clone()),
                     &params,
                     state,
                     env,
@@ -131,9 +185,11 @@ impl Strategy for ConnectorsProgressive {
     }
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Connector(c, a) = &target.address else {
+        let Address::Connector(raw, a) = &target.address else {
             return None;
         };
+        let c = self.name_of(raw)?;
+        let a = safe_name(a);
         Some(if state.shown.contains(&target.address) {
             (
                 CONNECTOR.into(),

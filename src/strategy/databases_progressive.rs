@@ -1,11 +1,14 @@
-//! Databases, progressive: one `database` tool with a stub per database (table count
-//! and up to 10 table names); subcommands `list_tables`, `discover [table]` and
-//! `query <sql>`. A database counts as shown once any of its schemas was discovered.
+//! Databases, progressive: one `database` tool whose description has a stub per
+//! database (FIM One's sanitised name, description, table count and the first 10 table
+//! names); subcommands `list_tables` (indented JSON with column counts), `discover
+//! [table]` (one text line per column: type, PK, NOT NULL, description) and `query
+//! <sql>`. A database counts as shown once any of its schemas was discovered.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::results::pretty;
 use super::templates::TemplateError;
 use super::{
     arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
@@ -21,32 +24,39 @@ pub const STUB_TABLES: usize = 10;
 pub struct DatabasesProgressive {
     catalog: Arc<Catalog>,
     rendered: Rendered,
+    /// The name each database is shown by, in catalog order.
+    names: Vec<String>,
 }
 
 impl DatabasesProgressive {
     pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
+        let names = catalog.database_stub_names();
         let stubs: Vec<Value> = catalog
             .databases
             .iter()
-            .map(|d| {
-                let names: Vec<&str> = d.tables.iter().take(STUB_TABLES).map(|t| t.name.as_str()).collect();
+            .zip(&names)
+            .map(|(d, name)| {
                 json!({
-                    "name": d.name, "description": d.description.trim(), "table_count": d.tables.len(),
-                    "tables": names, "more": more(d.tables.len())
+                    "name": name,
+                    "description": or_name(&d.description, &d.name),
+                    "table_count": d.tables.len(),
+                    "preview": preview(d, STUB_TABLES),
                 })
             })
             .collect();
-        let names: Vec<&str> = catalog.databases.iter().map(|d| d.name.as_str()).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
         let tool = ToolDef {
             name: DATABASE.into(),
             description: t.render("database.j2", json!({"databases": stubs}))?,
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "subcommand": {"type": "string", "enum": ["list_tables", "discover", "query"]},
-                    "database": {"type": "string", "enum": names},
-                    "table": {"type": "string", "description": "One table to discover (discover only; omit for all)."},
-                    "sql": {"type": "string", "description": "A read-only SQL query (query only)."}
+                    "subcommand": {"type": "string", "enum": ["list_tables", "discover", "query"],
+                        "description": "list_tables: the tables; discover: their columns; query: run SQL."},
+                    "database": {"type": "string", "description": "Name of the database.", "enum": sorted},
+                    "table": {"type": "string", "description": "A table to discover (optional, discover only); omit it to see all tables."},
+                    "sql": {"type": "string", "description": "SQL to run (required for query)."}
                 },
                 "required": ["subcommand", "database"]
             }),
@@ -57,42 +67,103 @@ impl DatabasesProgressive {
                 section: String::new(),
                 tools: vec![tool],
             },
+            names,
         })
     }
-}
 
-/// `, ... and N more` when a stub lists only the first [`STUB_TABLES`] tables.
-fn more(n: usize) -> String {
-    if n > STUB_TABLES {
-        format!(", ... and {} more", n - STUB_TABLES)
-    } else {
-        String::new()
+    fn by_name(&self, name: &str) -> Option<&Database> {
+        let i = self.names.iter().position(|n| n == name)?;
+        self.catalog.databases.get(i)
+    }
+
+    fn name_of(&self, db: &str) -> Option<&str> {
+        let i = self.catalog.databases.iter().position(|d| d.name == db)?;
+        self.names.get(i).map(String::as_str)
     }
 }
 
-/// `{database, tables: [{name, description}]}`.
+/// A description, or the name when there is none.
+pub fn or_name<'a>(description: &'a str, name: &'a str) -> &'a str {
+    match description.trim() {
+        "" => name,
+        d => d,
+    }
+}
+
+/// The first `n` table names, and ` ... (N total)` when there are more.
+pub fn preview(d: &Database, n: usize) -> String {
+    let names: Vec<&str> = d.tables.iter().take(n).map(|t| t.name.as_str()).collect();
+    let mut s = names.join(", ");
+    if d.tables.len() > n {
+        s.push_str(&format!(" ... ({} total)", d.tables.len()));
+    }
+    s
+}
+
+/// `[{table_name, description, column_count}]` as indented JSON (empty fields left out).
 pub fn list_tables(d: &Database) -> String {
     let tables: Vec<Value> = d
         .tables
         .iter()
-        .map(|t| json!({"name": t.name, "description": t.description}))
+        .map(|t| {
+            let mut o = serde_json::Map::new();
+            o.insert("table_name".into(), json!(t.name));
+            if !t.description.is_empty() {
+                o.insert("description".into(), json!(t.description));
+            }
+            if !t.columns.is_empty() {
+                o.insert("column_count".into(), json!(t.columns.len()));
+            }
+            Value::Object(o)
+        })
         .collect();
-    json!({"database": d.name, "tables": tables}).to_string()
+    pretty(&Value::Array(tables))
 }
 
-/// `{database, tables: [{name, description, columns}]}` for one table or all;
+/// The schema of one table or of all, as text: a header, then per table its name and
+/// description and one line per column (`name TYPE[ PK][ NOT NULL][ /* description */]`).
 /// `None` when the table does not exist.
-pub fn describe(d: &Database, table: Option<&str>) -> Option<String> {
-    let tables: Vec<Value> = d
+pub fn describe(d: &Database, shown_as: &str, table: Option<&str>) -> Option<String> {
+    let tables: Vec<_> = d
         .tables
         .iter()
         .filter(|t| table.is_none_or(|n| t.name == n))
-        .map(|t| json!({"name": t.name, "description": t.description, "columns": t.columns}))
         .collect();
     if tables.is_empty() {
         return None;
     }
-    Some(json!({"database": d.name, "tables": tables}).to_string())
+    let mut lines = vec![
+        format!("Database: {shown_as}"),
+        format!("Tables ({}):", tables.len()),
+        String::new(),
+    ];
+    for t in tables {
+        let mut head = format!("  {}", t.name);
+        if !t.description.is_empty() {
+            head.push_str(&format!(" -- {}", t.description));
+        }
+        lines.push(head);
+        if t.columns.is_empty() {
+            lines.push("    (no column information)".into());
+        } else {
+            lines.push("    Columns:".into());
+        }
+        for c in &t.columns {
+            let mut l = format!("      {} {}", c.name, c.ty);
+            if c.primary_key {
+                l.push_str(" PK");
+            }
+            if !c.nullable {
+                l.push_str(" NOT NULL");
+            }
+            if !c.description.is_empty() {
+                l.push_str(&format!(" /* {} */", c.description));
+            }
+            lines.push(l);
+        }
+        lines.push(String::new());
+    }
+    Some(lines.join("\n"))
 }
 
 /// The tables of `d` whose names occur in `sql` as whole words (case-insensitive).
@@ -142,13 +213,10 @@ impl Strategy for DatabasesProgressive {
             (Ok(s), Ok(n)) => (s, n),
             (Err(r), _) | (_, Err(r)) => return r,
         };
-        let Some(db) = self.catalog.database(name) else {
+        let Some(db) = self.by_name(name) else {
             return Resolution::error(
                 ProtocolError::UnknownTarget,
-                format!(
-                    "no database `{name}`; {}",
-                    valid("databases", self.catalog.databases.iter().map(|d| &d.name))
-                ),
+                format!("no database `{name}`; {}", valid("databases", &self.names)),
             );
         };
         match sub {
@@ -158,7 +226,7 @@ impl Strategy for DatabasesProgressive {
                     .get("table")
                     .and_then(Value::as_str)
                     .filter(|s| !s.is_empty());
-                match describe(db, table) {
+                match describe(db, name, table) {
                     Some(content) => {
                         Resolution::fetched(content, vec![Address::Database(db.name.clone())])
                     }
@@ -190,9 +258,10 @@ impl Strategy for DatabasesProgressive {
     }
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
-        let Address::Database(d) = &target.address else {
+        let Address::Database(db_name) = &target.address else {
             return None;
         };
+        let d = self.name_of(db_name)?;
         if state.shown.contains(&target.address) {
             let sql = args.get("sql").cloned().unwrap_or(Value::Null);
             return Some((
@@ -204,7 +273,7 @@ impl Strategy for DatabasesProgressive {
         let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
         let named = self
             .catalog
-            .database(d)
+            .database(db_name)
             .map(|db| tables_named(db, sql))
             .unwrap_or_default();
         Some(match named.as_slice() {

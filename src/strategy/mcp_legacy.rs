@@ -1,27 +1,33 @@
-//! MCP, legacy: one tool per MCP tool, `{server}__{tool}`, with its full input schema.
+//! MCP, legacy: one tool per MCP tool, `{server}__{tool}` (FIM One's sanitising: case
+//! and `-` kept), with its description and full input schema as the server gave them.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
 use super::{execute, Env, Rendered, Resolution, State, Strategy};
-use crate::catalog::{legacy_name, Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
 pub struct McpLegacy {
     rendered: Rendered,
     by_tool: HashMap<String, Address>,
+    by_address: HashMap<Address, String>,
 }
 
 impl McpLegacy {
     pub fn new(catalog: &Catalog) -> Self {
         let mut tools = Vec::new();
         let mut by_tool = HashMap::new();
+        let mut by_address = HashMap::new();
+        let names = catalog.legacy_tool_names();
         for s in &catalog.mcp_servers {
             for t in &s.tools {
-                let name = legacy_name(&s.name, &t.name);
-                by_tool.insert(name.clone(), Address::Mcp(s.name.clone(), t.name.clone()));
+                let address = Address::Mcp(s.name.clone(), t.name.clone());
+                let name = names[&address.to_string()].clone();
+                by_tool.insert(name.clone(), address.clone());
+                by_address.insert(address, name.clone());
                 tools.push(ToolDef {
                     name,
                     description: t.description.clone(),
@@ -35,6 +41,7 @@ impl McpLegacy {
                 tools,
             },
             by_tool,
+            by_address,
         }
     }
 }
@@ -62,9 +69,7 @@ impl Strategy for McpLegacy {
         args: &Value,
         _state: &State,
     ) -> Option<(String, Value)> {
-        let Address::Mcp(s, t) = &target.address else {
-            return None;
-        };
-        Some((legacy_name(s, t), args.clone()))
+        let name = self.by_address.get(&target.address)?;
+        Some((name.clone(), args.clone()))
     }
 }

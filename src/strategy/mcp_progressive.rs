@@ -1,11 +1,13 @@
-//! MCP, progressive: one `mcp` tool whose description lists each server with its tool
-//! count and tool names; `discover <server>` returns the tools' full input schemas,
-//! `call <server> <tool> {arguments}` calls one.
+//! MCP, progressive: one `mcp` tool whose description lists each server by its name
+//! with its tool count and tool names — and no description, since the MCP protocol
+//! gives the seed system none; `discover <server>` returns the tools with their full
+//! input schemas as indented text, `call <server> <tool> {parameters}` calls one.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::results::pretty;
 use super::templates::TemplateError;
 use super::{
     arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
@@ -26,23 +28,25 @@ impl McpProgressive {
         let stubs: Vec<Value> = catalog
             .mcp_servers
             .iter()
-            .map(|s| json!({"name": s.name, "description": s.description.trim(), "tools": s.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))
+            .map(|s| json!({"name": s.name, "tools": s.tools.iter().map(|t| &t.name).collect::<Vec<_>>()}))
             .collect();
-        let names: Vec<&str> = catalog
+        let mut names: Vec<&str> = catalog
             .mcp_servers
             .iter()
             .map(|s| s.name.as_str())
             .collect();
+        names.sort();
         let tool = ToolDef {
             name: MCP.into(),
             description: t.render("mcp.j2", json!({"servers": stubs}))?,
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "subcommand": {"type": "string", "enum": ["discover", "call"]},
-                    "server": {"type": "string", "enum": names},
-                    "tool": {"type": "string", "description": "The tool to call (call only)."},
-                    "arguments": {"type": "object", "description": "The tool's arguments (call only)."}
+                    "subcommand": {"type": "string", "enum": ["discover", "call"],
+                        "description": "discover: a server's tools; call: run one of them."},
+                    "server": {"type": "string", "description": "Name of the MCP server.", "enum": names},
+                    "tool": {"type": "string", "description": "Tool to call (call only)."},
+                    "parameters": {"type": "object", "description": "Tool parameters as JSON (call only)."}
                 },
                 "required": ["subcommand", "server"]
             }),
@@ -55,6 +59,35 @@ impl McpProgressive {
             },
         })
     }
+}
+
+/// `discover`'s answer: the server, then per tool its description and input schema
+/// (indented JSON, or `(none)` when it has no properties).
+fn discover_text(server: &crate::catalog::McpServer) -> String {
+    let mut lines = vec![
+        format!("Server: {}", server.name),
+        format!("Description: {}", server.name),
+        format!("Tools ({}):", server.tools.len()),
+        String::new(),
+    ];
+    for t in &server.tools {
+        lines.push(format!("  {}:", t.name));
+        if !t.description.is_empty() {
+            lines.push(format!("    description: {}", t.description));
+        }
+        let has_properties = t
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty());
+        lines.push(if has_properties {
+            format!("    parameters: {}", pretty(&t.input_schema))
+        } else {
+            "    parameters: (none)".to_string()
+        });
+        lines.push(String::new());
+    }
+    lines.join("\n")
 }
 
 impl Strategy for McpProgressive {
@@ -89,12 +122,7 @@ impl Strategy for McpProgressive {
         };
         match sub {
             "discover" => {
-                let tools: Vec<Value> = server
-                    .tools
-                    .iter()
-                    .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
-                    .collect();
-                let content = json!({"server": server.name, "tools": tools}).to_string();
+                let content = discover_text(server);
                 let addrs = server
                     .tools
                     .iter()
@@ -116,7 +144,10 @@ impl Strategy for McpProgressive {
                         ),
                     );
                 }
-                let a = args.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                let a = match args.get("parameters") {
+                    None | Some(Value::Null) => json!({}),
+                    Some(p) => p.clone(),
+                };
                 execute(
                     Address::Mcp(name.to_string(), t.to_string()),
                     &a,
@@ -138,7 +169,7 @@ impl Strategy for McpProgressive {
         Some(if state.shown.contains(&target.address) {
             (
                 MCP.into(),
-                json!({"subcommand": "call", "server": s, "tool": t, "arguments": args}),
+                json!({"subcommand": "call", "server": s, "tool": t, "parameters": args}),
             )
         } else {
             (MCP.into(), json!({"subcommand": "discover", "server": s}))

@@ -7,6 +7,7 @@
 //! [`Composite`] stacks the strategies of a mode, adds built-in tools, and runs the
 //! selection step with `request_tools`.
 
+pub mod config;
 pub mod mode;
 pub mod templates;
 
@@ -17,7 +18,8 @@ mod databases_legacy;
 mod databases_progressive;
 mod mcp_legacy;
 mod mcp_progressive;
-mod selection;
+pub mod results;
+pub mod selection;
 mod skills_inline;
 mod skills_progressive;
 
@@ -31,8 +33,9 @@ use crate::catalog::{Address, Catalog, Kind};
 use crate::environment::{fixture_response, Databases, QueryError, QueryResult};
 use crate::scenario::ExpectedCall;
 use crate::wire::{Context, Message, ToolCall, ToolDef};
+pub use config::{ProtocolConfig, ResultLimits, UnloadedCalls};
 pub use mode::{Disclosure, Mode};
-pub use selection::SelectionConfig;
+pub use selection::{Level, SelectionConfig};
 pub use templates::{TemplateError, Templates};
 
 /// What one strategy adds to the context.
@@ -134,6 +137,7 @@ impl Resolution {
 pub struct Env<'a> {
     pub catalog: &'a Catalog,
     pub databases: &'a Databases,
+    pub config: &'a ProtocolConfig,
 }
 
 /// One way of disclosing one kind of resource. Strategies are built once per
@@ -162,7 +166,7 @@ pub struct Composite {
     system: String,
     tools: Arc<[ToolDef]>,
     owner: HashMap<String, usize>,
-    selection: SelectionConfig,
+    config: ProtocolConfig,
     templates: Arc<Templates>,
 }
 
@@ -172,14 +176,18 @@ impl Composite {
         instructions: Option<&str>,
         mode: Mode,
         templates: &Arc<Templates>,
-        selection: SelectionConfig,
+        config: ProtocolConfig,
     ) -> Result<Composite, TemplateError> {
         let mut parts: Vec<Box<dyn Strategy>> = Vec::new();
         let t: &Templates = templates;
         if catalog.has(Kind::Skills) {
             parts.push(match mode.skills {
                 Disclosure::Inline => Box::new(skills_inline::SkillsInline::new(catalog, t)?),
-                _ => Box::new(skills_progressive::SkillsProgressive::new(catalog, t)?),
+                _ => Box::new(skills_progressive::SkillsProgressive::new(
+                    catalog,
+                    t,
+                    config.skill_stub_chars,
+                )?),
             });
         }
         if catalog.has(Kind::Connectors) {
@@ -192,7 +200,11 @@ impl Composite {
         }
         if catalog.has(Kind::Databases) {
             parts.push(match mode.databases {
-                Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(catalog, t)?),
+                Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(
+                    catalog,
+                    t,
+                    config.row_limit,
+                )?),
                 _ => Box::new(databases_progressive::DatabasesProgressive::new(
                     catalog, t,
                 )?),
@@ -235,7 +247,7 @@ impl Composite {
             system,
             tools: tools.into(),
             owner,
-            selection,
+            config,
             templates: templates.clone(),
         })
     }
@@ -258,13 +270,24 @@ impl Composite {
         &self.tools
     }
 
-    /// Whether the selection step runs for this mode and catalog.
+    /// Whether the selection step runs for this mode and catalog: in every mode
+    /// whose `selection` is on (all presets), when the tool list is longer than the
+    /// threshold.
     pub fn selection_applies(&self) -> bool {
-        self.mode.selection && self.tools.len() > self.selection.threshold
+        self.mode.selection && self.tools.len() > self.config.selection.threshold
     }
 
     pub fn selection_config(&self) -> SelectionConfig {
-        self.selection
+        self.config.selection
+    }
+
+    pub fn config(&self) -> &ProtocolConfig {
+        &self.config
+    }
+
+    /// Whether a call of `tool` finds it loaded (always, when nothing was filtered).
+    pub fn is_loaded(&self, state: &State, tool: &str) -> bool {
+        state.active.as_ref().is_none_or(|a| a.contains(tool)) || tool == selection::REQUEST_TOOLS
     }
 
     /// A fresh episode: what is shown before the model does anything.
@@ -295,9 +318,7 @@ impl Composite {
                     .collect();
                 // `check_templates` rendered this template before the run; a failure
                 // here cannot come from the template, so the tool is simply left out.
-                if let Ok(Some(rt)) =
-                    selection::request_tools_def(&self.tools, active, &self.templates)
-                {
+                if let Ok(rt) = selection::request_tools_def(&self.tools, active, &self.templates) {
                     v.push(rt);
                 }
                 v.into()
@@ -311,8 +332,12 @@ impl Composite {
         if !self.selection_applies() {
             return Ok(());
         }
-        self.selection_context("a query")?;
+        let cx = self.selection_context("a query", Level::Forced)?;
+        self.selection_context("a query", Level::Text)?;
+        self.selection_retry(&cx, "an answer")?;
         selection::request_tools_def(&self.tools, &Default::default(), &self.templates)?;
+        let all: BTreeSet<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+        selection::request_tools_def(&self.tools, &all, &self.templates)?;
         Ok(())
     }
 
@@ -321,22 +346,51 @@ impl Composite {
         Context {
             system: self.system.clone(),
             tools: self.visible_tools(state),
+            tool_choice: None,
             messages: messages.to_vec(),
         }
     }
 
-    /// The selection step's request: every tool, short, and the query.
-    pub fn selection_context(&self, query: &str) -> Result<Context, TemplateError> {
-        selection::context(&self.tools, query, self.selection, &self.templates)
+    /// The keyword shortcut of the selection step: the tools to keep with no model
+    /// call, or `None` to ask the model.
+    pub fn selection_shortcut(&self, query: &str) -> Option<Vec<String>> {
+        selection::keyword_shortcut(&self.tools, query, self.config.selection.max)
     }
 
-    /// Applies the selection answer. Returns the names selected, or `None` when the
-    /// answer could not be used (then every tool stays loaded).
-    pub fn apply_selection(&self, state: &mut State, answer: &str) -> Option<Vec<String>> {
-        let picked = selection::parse_answer(answer, &self.tools, self.selection.max)?;
-        state.active = Some(picked.iter().cloned().collect());
+    /// The selection step's request at one level: the query and a compact catalog.
+    pub fn selection_context(&self, query: &str, level: Level) -> Result<Context, TemplateError> {
+        selection::context(
+            &self.tools,
+            query,
+            self.config.selection,
+            level,
+            &self.templates,
+        )
+    }
+
+    /// The plain-text selection request asked again after an unreadable `answer`.
+    pub fn selection_retry(&self, cx: &Context, answer: &str) -> Result<Context, TemplateError> {
+        selection::retry_context(cx, answer, &self.templates)
+    }
+
+    /// Applies the names the selection step picked (`None`: no usable answer). Returns
+    /// the tools loaded, pinned ones included, or `None` when every tool stays loaded
+    /// (no usable answer, or no known name in it).
+    pub fn apply_selection(
+        &self,
+        state: &mut State,
+        picked: Option<&[String]>,
+    ) -> Option<Vec<String>> {
+        let set = selection::loaded_for(picked?, &self.tools, self.config.selection.max)?;
+        let loaded: Vec<String> = self
+            .tools
+            .iter()
+            .filter(|t| set.contains(&t.name))
+            .map(|t| t.name.clone())
+            .collect();
+        state.active = Some(set);
         self.mark_active_shown(state);
-        Some(picked)
+        Some(loaded)
     }
 
     /// Addresses of definitions that are loaded directly as tools are "shown" only while
@@ -393,6 +447,7 @@ impl Composite {
         let env = Env {
             catalog: &self.catalog,
             databases,
+            config: &self.config,
         };
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(v @ Value::Object(_)) => v,
@@ -443,16 +498,14 @@ impl Composite {
                 ),
             );
         };
-        if let Some(active) = &state.active {
-            if !active.contains(&call.name) {
-                return Resolution::error(
-                    ProtocolError::NotLoaded,
-                    format!(
-                        "tool `{}` is not loaded; call request_tools with its name first",
-                        call.name
-                    ),
-                );
-            }
+        if !self.is_loaded(state, &call.name) && self.config.unloaded == UnloadedCalls::Refuse {
+            return Resolution::error(
+                ProtocolError::NotLoaded,
+                format!(
+                    "tool `{}` is not loaded; call request_tools with its name first",
+                    call.name
+                ),
+            );
         }
         let r = self.parts[i].resolve(&call.name, &args, state, &env);
         match &r.effect {
@@ -510,7 +563,10 @@ impl Composite {
 }
 
 /// Executes a call on the environment: validates its arguments, runs SQL for database
-/// queries, returns the fixture response otherwise.
+/// queries (answered as indented JSON with `columns`, `rows`, `row_count`,
+/// `execution_time_ms`, and `truncated` with a note past the row limit), returns the
+/// fixture response otherwise — for connectors and MCP tools truncated as FIM One
+/// truncates their results.
 pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Resolution {
     let schema_errors = env
         .catalog
@@ -520,9 +576,9 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
     let blind = !state.shown.contains(&address);
     let (content, sql_result) = if let Address::Database(db) = &address {
         let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
-        let r = env.databases.query(db, sql);
+        let r = env.databases.query_limited(db, sql, env.config.row_limit);
         let content = match &r {
-            Ok(q) => serde_json::to_string(q).expect("rows serialize"),
+            Ok(q) => query_answer(q, env.config.row_limit),
             Err(e) => json!({"error": e.0}).to_string(),
         };
         (content, Some(r))
@@ -533,10 +589,14 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
             None,
         )
     } else {
-        (
-            fixture_response(env.catalog, &address, args).to_string(),
-            None,
-        )
+        let answer = fixture_response(env.catalog, &address, args).to_string();
+        let answer = match address {
+            Address::Connector(..) | Address::Mcp(..) => {
+                results::truncate(&answer, &env.config.results)
+            }
+            _ => answer,
+        };
+        (answer, None)
     };
     Resolution {
         content,
@@ -548,6 +608,24 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
             sql_result,
         },
     }
+}
+
+/// A query result as the model reads it. The time is written as 0.0 so that token
+/// counts repeat from run to run (a measured time would be a few digits).
+fn query_answer(q: &QueryResult, row_limit: usize) -> String {
+    let mut o = serde_json::Map::new();
+    o.insert("columns".into(), json!(q.columns));
+    o.insert("rows".into(), json!(q.rows));
+    o.insert("row_count".into(), json!(q.rows.len()));
+    o.insert("execution_time_ms".into(), json!(0.0));
+    if q.truncated {
+        o.insert("truncated".into(), json!(true));
+        o.insert(
+            "note".into(),
+            json!(format!("Only the first {row_limit} rows are shown")),
+        );
+    }
+    results::pretty(&Value::Object(o))
 }
 
 /// JSON Schema violations of `instance`, as readable strings.

@@ -83,8 +83,11 @@ impl Mode {
         use Disclosure::*;
         let (s, c, d, m, sel) = match name {
             "progressive" => (Progressive, Progressive, Progressive, Progressive, true),
-            "legacy" => (Inline, Legacy, Legacy, Legacy, false),
-            // Skills inline, the rest progressive; selection stays on as in progressive.
+            // FIM One's legacy: one tool per action / table op / MCP tool, skills inline,
+            // and the selection step on, as FIM One runs it whatever the modes (use
+            // `selection=off` in a spec for the unfiltered list).
+            "legacy" => (Inline, Legacy, Legacy, Legacy, true),
+            // Skills inline, the rest progressive; selection on as in progressive.
             "inline" => (Inline, Progressive, Progressive, Progressive, true),
             _ => return None,
         };
@@ -222,7 +225,15 @@ mod tests {
         let legacy = Mode::preset("legacy").unwrap();
         assert_eq!(legacy.skills, Disclosure::Inline);
         assert_eq!(legacy.mcp, Disclosure::Legacy);
-        assert!(!legacy.selection);
+        assert!(
+            legacy.selection,
+            "FIM One's legacy mode is selection-filtered too"
+        );
+        assert!(
+            !Mode::parse("connectors=legacy,selection=off")
+                .unwrap()
+                .selection
+        );
         let inline = Mode::preset("inline").unwrap();
         assert_eq!(inline.skills, Disclosure::Inline);
         assert_eq!(inline.connectors, Disclosure::Progressive);

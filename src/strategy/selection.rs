@@ -1,30 +1,44 @@
-//! The selection step (FIM One's runtime selection): when a mode offers more tools
-//! than a threshold, the model under test first picks at most `max` of them for the
-//! query; the rest stay reachable through `request_tools(tool_names)`, whose
-//! description lists each unloaded tool with the first 80 characters of its
-//! description. If the selection answer is unusable, every tool stays loaded.
+//! The selection step, as the seed system (FIM One) runs it.
+//!
+//! It runs whenever the assembled tool list is longer than a threshold (12), in every
+//! mode. First a keyword shortcut, with no model call: the query's words against each
+//! tool's name and description; a clear winner (score at least 2 and more than twice
+//! the runner-up) is kept directly. Otherwise the model is asked, with a short system
+//! message and a user message carrying the query and a compact catalog (one line per
+//! tool, description flattened and cut to 80 characters), to answer
+//! `{"tools": [...]}` — by a forced call of a `select_tools` function, else as plain
+//! text (retried once with a request to answer JSON only). The answer is capped to
+//! `max` names before unknown names are dropped; `read_skill` and `web_search` stay
+//! loaded whatever was picked; an empty or unusable answer keeps every tool.
+//!
+//! When the step filtered the list, `request_tools(tool_names)` is offered: its
+//! description lists each tool not loaded with the first 80 characters of its
+//! description (no ellipsis), and it stays offered once everything is loaded.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::{json, Value};
 
-use super::templates::shorten;
 use super::templates::TemplateError;
-use super::{valid, ProtocolError, Resolution, State, Templates};
-use crate::wire::{Context, Message, ToolDef};
+use super::{ProtocolError, Resolution, State, Templates};
+use crate::wire::{Context, Message, Response, ToolDef};
 
 pub const REQUEST_TOOLS: &str = "request_tools";
-/// Characters of each description shown in `request_tools`.
+/// The function the selection answer is forced through.
+pub const SELECT_TOOLS: &str = "select_tools";
+/// Characters of each description in `request_tools` (cut, no ellipsis).
 pub const REQUEST_TOOLS_CHARS: usize = 80;
-/// Characters of each description shown to the selection call.
-pub const SELECTION_CHARS: usize = 120;
+/// Characters of each description in the selection catalog, `...` included.
+pub const CATALOG_CHARS: usize = 80;
+/// Tools that stay loaded whatever the selection picked, when they exist.
+pub const PINNED: [&str; 2] = ["read_skill", "web_search"];
 
 /// When the selection step runs and how many tools it may pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SelectionConfig {
     /// The step runs when the tool count exceeds this.
     pub threshold: usize,
-    /// At most this many tools are selected.
+    /// At most this many tools are selected (pinned tools come on top).
     pub max: usize,
 }
 
@@ -37,82 +51,238 @@ impl Default for SelectionConfig {
     }
 }
 
-/// The selection request: every tool with a short description, then the query.
+/// Words that never count in the keyword shortcut: the seed system's list of
+/// English function words (plus `use`, `get`, `set`, `make`), reproduced as data.
+const STOP_WORDS: [&str; 113] = [
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had",
+    "do", "does", "did", "will", "would", "could", "should", "may", "might", "shall", "can", "to",
+    "of", "in", "for", "on", "with", "at", "by", "from", "as", "into", "about", "between",
+    "through", "during", "before", "after", "above", "below", "up", "down", "out", "off", "over",
+    "under", "and", "but", "or", "nor", "not", "so", "yet", "both", "either", "neither", "each",
+    "every", "all", "any", "few", "more", "most", "other", "some", "such", "no", "only", "own",
+    "same", "than", "too", "very", "just", "because", "if", "when", "while", "how", "what",
+    "which", "who", "whom", "this", "that", "these", "those", "i", "me", "my", "we", "our", "you",
+    "your", "he", "him", "his", "she", "her", "it", "its", "they", "them", "their", "use", "using",
+    "used", "get", "set", "make",
+];
+
+/// Lower-cased ASCII letter-and-digit runs longer than one character, stop words out.
+fn keywords(text: &str) -> HashSet<String> {
+    text.to_lowercase()
+        .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
+        .filter(|w| w.len() > 1 && !STOP_WORDS.contains(w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The keyword shortcut: the tools sharing the top overlap score with the query, at
+/// most `max`, when that score is at least 2 and more than twice the runner-up's;
+/// `None` (ask the model) otherwise.
+pub fn keyword_shortcut(tools: &[ToolDef], query: &str, max: usize) -> Option<Vec<String>> {
+    let q = keywords(query);
+    if q.is_empty() {
+        return None;
+    }
+    let mut scores: Vec<(&str, usize)> = tools
+        .iter()
+        .filter_map(|t| {
+            let mut words = keywords(&t.name);
+            words.extend(keywords(&t.description));
+            let overlap = q.intersection(&words).count();
+            (overlap > 0).then_some((t.name.as_str(), overlap))
+        })
+        .collect();
+    // Stable: ties keep the tool order.
+    scores.sort_by_key(|s| std::cmp::Reverse(s.1));
+    let top = scores.first()?.1;
+    let second = scores.get(1).map_or(0, |s| s.1);
+    if top < 2 || (second > 0 && top <= 2 * second) {
+        return None;
+    }
+    Some(
+        scores
+            .iter()
+            .filter(|s| s.1 == top)
+            .take(max)
+            .map(|s| s.0.to_string())
+            .collect(),
+    )
+}
+
+/// `- name: description` per tool, the description's newlines made spaces and cut to
+/// [`CATALOG_CHARS`] characters (`...` included).
+pub fn compact_catalog(tools: &[ToolDef]) -> String {
+    tools
+        .iter()
+        .map(|t| {
+            let d = flatten(&t.description);
+            let d = if d.chars().count() > CATALOG_CHARS {
+                let cut: String = d.chars().take(CATALOG_CHARS - 3).collect();
+                format!("{cut}...")
+            } else {
+                d
+            };
+            format!("- {}: {d}", t.name)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Newlines to spaces, surrounding whitespace trimmed.
+fn flatten(s: &str) -> String {
+    s.replace('\n', " ").trim().to_string()
+}
+
+/// The `select_tools` function the answer is forced through.
+pub fn select_tools_def(t: &Templates) -> Result<ToolDef, TemplateError> {
+    Ok(ToolDef {
+        name: SELECT_TOOLS.into(),
+        description: t.render("select_tools.j2", ())?,
+        parameters: json!({
+            "type": "object",
+            "properties": {"tools": {"type": "array", "items": {"type": "string"}}},
+            "required": ["tools"]
+        }),
+    })
+}
+
+/// How the selection request is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// A forced call of [`SELECT_TOOLS`].
+    Forced,
+    /// Plain text, no tools.
+    Text,
+}
+
+/// The selection request at one level.
 pub fn context(
     tools: &[ToolDef],
     query: &str,
     cfg: SelectionConfig,
+    level: Level,
     t: &Templates,
 ) -> Result<Context, TemplateError> {
-    let list: Vec<Value> = tools
-        .iter()
-        .map(|x| json!({"name": x.name, "short": shorten(first_line(&x.description), SELECTION_CHARS)}))
-        .collect();
-    let system = t.render("selection.j2", json!({"tools": list, "max": cfg.max}))?;
+    let system = t.render("selection_system.j2", ())?;
+    let user = t.render(
+        "selection.j2",
+        json!({"query": query, "catalog": compact_catalog(tools), "max": cfg.max}),
+    )?;
+    let (tools, tool_choice) = match level {
+        Level::Forced => (
+            vec![select_tools_def(t)?].into(),
+            Some(SELECT_TOOLS.to_string()),
+        ),
+        Level::Text => (Default::default(), None),
+    };
     Ok(Context {
         system,
-        tools: Default::default(),
-        messages: vec![Message::User {
-            content: query.to_string(),
-        }],
+        tools,
+        tool_choice,
+        messages: vec![Message::User { content: user }],
     })
 }
 
-fn first_line(s: &str) -> &str {
-    s.trim().lines().next().unwrap_or("")
+/// The plain-text request asked again after an answer that held no JSON object.
+pub fn retry_context(cx: &Context, answer: &str, t: &Templates) -> Result<Context, TemplateError> {
+    let mut cx = cx.clone();
+    cx.messages.push(Message::Assistant {
+        content: Some(answer.to_string()),
+        tool_calls: Vec::new(),
+    });
+    cx.messages.push(Message::User {
+        content: t.render("selection_reformat.j2", ())?,
+    });
+    Ok(cx)
 }
 
-/// The tool names in a selection answer: the first JSON array of strings in the text,
-/// known names only, at most `max`. `None` when there is no usable array, or when it
-/// names tools but none that exists (a garbled answer must not unload everything);
-/// `[]` is a usable answer: the query needs no tool.
-pub fn parse_answer(answer: &str, tools: &[ToolDef], max: usize) -> Option<Vec<String>> {
-    let start = answer.find('[')?;
-    let end = answer.rfind(']')?;
-    if end < start {
-        return None;
-    }
-    let names: Vec<String> = serde_json::from_str(&answer[start..=end]).ok()?;
-    if !names.is_empty() && !names.iter().any(|n| tools.iter().any(|t| &t.name == n)) {
-        return None;
-    }
-    let mut out: Vec<String> = Vec::new();
-    for n in names {
-        if tools.iter().any(|t| t.name == n) && !out.contains(&n) && out.len() < max {
-            out.push(n);
+/// The JSON object an answer carries: the arguments of its first call, else the first
+/// `{`…last `}` of its text. `None` when there is none (the next level is tried).
+pub fn answer_object(r: &Response) -> Option<serde_json::Map<String, Value>> {
+    if let Some(c) = r.calls.first() {
+        if let Ok(Value::Object(o)) = serde_json::from_str(&c.arguments) {
+            return Some(o);
         }
     }
-    Some(out)
+    let text = r.text.as_deref()?;
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    match serde_json::from_str(text.get(start..=end)?) {
+        Ok(Value::Object(o)) => Some(o),
+        _ => None,
+    }
 }
 
-/// The `request_tools` definition listing the tools not loaded; `None` when all are.
+/// The names an answer object picks, as given: `tools` when it is a list (non-string
+/// items written as JSON); empty otherwise.
+pub fn names_in(o: &serde_json::Map<String, Value>) -> Vec<String> {
+    match o.get("tools") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The loaded set for picked names: the first `max` names, known ones only, plus the
+/// pinned tools. `None` (every tool stays loaded) when no known name is left.
+pub fn loaded_for(picked: &[String], tools: &[ToolDef], max: usize) -> Option<BTreeSet<String>> {
+    let mut set: BTreeSet<String> = picked
+        .iter()
+        .take(max)
+        .filter(|n| tools.iter().any(|t| &t.name == *n))
+        .cloned()
+        .collect();
+    if set.is_empty() {
+        return None;
+    }
+    for p in PINNED {
+        if tools.iter().any(|t| t.name == p) {
+            set.insert(p.to_string());
+        }
+    }
+    Some(set)
+}
+
+/// The `request_tools` definition, listing the tools not loaded.
 pub fn request_tools_def(
     tools: &[ToolDef],
     active: &BTreeSet<String>,
     t: &Templates,
-) -> Result<Option<ToolDef>, TemplateError> {
-    let unloaded: Vec<&ToolDef> = tools.iter().filter(|x| !active.contains(&x.name)).collect();
-    if unloaded.is_empty() {
-        return Ok(None);
-    }
-    let list: Vec<Value> = unloaded
+) -> Result<ToolDef, TemplateError> {
+    let list: Vec<Value> = tools
         .iter()
-        .map(|x| json!({"name": x.name, "short": shorten(first_line(&x.description), REQUEST_TOOLS_CHARS)}))
+        .filter(|x| !active.contains(&x.name))
+        .map(|x| {
+            let short: String = flatten(&x.description)
+                .chars()
+                .take(REQUEST_TOOLS_CHARS)
+                .collect();
+            json!({"name": x.name, "short": short})
+        })
         .collect();
-    let names: Vec<&str> = unloaded.iter().map(|x| x.name.as_str()).collect();
-    let description = t.render("request_tools.j2", json!({"tools": list}))?;
-    Ok(Some(ToolDef {
+    Ok(ToolDef {
         name: REQUEST_TOOLS.into(),
-        description,
+        description: t.render("request_tools.j2", json!({"tools": list}))?,
         parameters: json!({
             "type": "object",
-            "properties": {"tool_names": {"type": "array", "items": {"type": "string", "enum": names}, "minItems": 1}},
+            "properties": {"tool_names": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The names of the tools to load."
+            }},
             "required": ["tool_names"]
         }),
-    }))
+    })
 }
 
-/// Loads the named tools from the next turn on.
+/// Loads the named tools from the next turn on. Partial success: the answer says
+/// which were loaded, which already were, and which do not exist. A call that names
+/// nothing that exists is an `unknown_target` error.
 pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution {
     let Some(names) = args.get("tool_names").and_then(Value::as_array) else {
         return Resolution::error(
@@ -121,36 +291,166 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
         );
     };
     let active = state.active.get_or_insert_with(BTreeSet::new);
-    // Every name is checked before any is loaded: a refused call changes nothing.
-    let mut wanted = Vec::new();
+    let (mut loaded, mut already, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
     for n in names {
-        let Some(n) = n.as_str() else {
-            return Resolution::error(
-                ProtocolError::SchemaViolation,
-                "`tool_names` must be strings",
-            );
+        let n = match n {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
         };
-        if !tools.iter().any(|t| t.name == n) {
-            let unloaded = tools
-                .iter()
-                .filter(|t| !active.contains(&t.name))
-                .map(|t| &t.name);
-            return Resolution::error(
-                ProtocolError::UnknownTarget,
-                format!("no tool `{n}`; {}", valid("tools", unloaded)),
-            );
-        }
-        wanted.push(n);
-    }
-    let mut loaded = Vec::new();
-    for n in wanted {
-        if active.insert(n.to_string()) {
+        if n == REQUEST_TOOLS || active.contains(&n) {
+            already.push(n);
+        } else if tools.iter().any(|t| t.name == n) {
+            active.insert(n.clone());
             loaded.push(n);
+        } else {
+            unknown.push(n);
         }
     }
-    Resolution::fetched(
-        json!({"loaded": loaded, "note": "The tools are available from your next turn on."})
-            .to_string(),
-        Vec::new(),
-    )
+    let mut parts = Vec::new();
+    for (label, list) in [
+        ("Loaded", &loaded),
+        ("Already loaded", &already),
+        ("Unknown", &unknown),
+    ] {
+        if !list.is_empty() {
+            parts.push(format!("{label}: {}", list.join(", ")));
+        }
+    }
+    let content = if parts.is_empty() {
+        "No tool names given.".to_string()
+    } else {
+        parts.join(". ")
+    };
+    if loaded.is_empty() && already.is_empty() && !unknown.is_empty() {
+        return Resolution {
+            content,
+            effect: super::Effect::Error {
+                error: ProtocolError::UnknownTarget,
+            },
+        };
+    }
+    Resolution::fetched(content, Vec::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, description: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn the_shortcut_keeps_a_clear_winner_only() {
+        let tools = [
+            tool("jira__get_issue", "Get a Jira issue by key."),
+            tool("slack__post_message", "Post a message to a Slack channel."),
+            tool("calculator", "Evaluate arithmetic."),
+        ];
+        // "slack", "post", "message", "channel" against the Slack tool: 4 vs 0.
+        assert_eq!(
+            keyword_shortcut(&tools, "Post a message in the Slack channel", 6),
+            Some(vec!["slack__post_message".to_string()])
+        );
+        // One shared word is not enough.
+        assert_eq!(keyword_shortcut(&tools, "Open jira", 6), None);
+        // 2 vs 1: not more than twice the runner-up.
+        assert_eq!(
+            keyword_shortcut(&tools, "jira issue message", 6),
+            None,
+            "2 (jira, issue) against 1 (message) is not a clear winner"
+        );
+        // Stop words and one-letter words do not count.
+        assert_eq!(keyword_shortcut(&tools, "the a of and get", 6), None);
+    }
+
+    #[test]
+    fn the_catalog_cuts_at_80_characters_with_the_ellipsis_inside() {
+        let long = "x".repeat(100);
+        let c = compact_catalog(&[tool("t", &format!("line one\nline {long}"))]);
+        let d = c.strip_prefix("- t: ").unwrap();
+        assert_eq!(d.chars().count(), 80);
+        assert!(
+            d.starts_with("line one line xx") && d.ends_with("x..."),
+            "{d}"
+        );
+    }
+
+    #[test]
+    fn the_cap_comes_before_unknown_names_are_dropped_and_pins_stay() {
+        let tools = [
+            tool("a", ""),
+            tool("b", ""),
+            tool("read_skill", ""),
+            tool("web_search", ""),
+        ];
+        let picked: Vec<String> = ["zz", "a", "b"].map(String::from).to_vec();
+        let set = loaded_for(&picked, &tools, 2).unwrap();
+        assert_eq!(
+            set.into_iter().collect::<Vec<_>>(),
+            ["a", "read_skill", "web_search"]
+        );
+        assert_eq!(loaded_for(&[], &tools, 6), None);
+        assert_eq!(loaded_for(&["zz".into()], &tools, 6), None);
+    }
+
+    #[test]
+    fn answers_are_read_from_the_call_or_the_text() {
+        let r = Response::call(vec![crate::wire::ToolCall::new(
+            "1",
+            SELECT_TOOLS,
+            &json!({"tools": ["a", 3]}),
+        )]);
+        assert_eq!(names_in(&answer_object(&r).unwrap()), ["a", "3"]);
+        let r = Response::say("Sure: {\"tools\": [\"b\"]} done");
+        assert_eq!(names_in(&answer_object(&r).unwrap()), ["b"]);
+        assert!(answer_object(&Response::say("[\"b\"]")).is_none());
+        assert!(names_in(&answer_object(&Response::say("{\"tools\": \"b\"}")).unwrap()).is_empty());
+    }
+
+    #[test]
+    fn request_tools_succeeds_in_part() {
+        let tools = [tool("a", ""), tool("b", "")];
+        let mut st = State {
+            active: Some(["a".to_string()].into()),
+            ..State::default()
+        };
+        let r = resolve(&tools, &json!({"tool_names": ["a", "b", "c"]}), &mut st);
+        assert_eq!(r.content, "Loaded: b. Already loaded: a. Unknown: c");
+        assert!(matches!(r.effect, super::super::Effect::Fetched { .. }));
+        assert!(st.active.as_ref().unwrap().contains("b"));
+        let r = resolve(&tools, &json!({"tool_names": ["c"]}), &mut st);
+        assert!(matches!(
+            r.effect,
+            super::super::Effect::Error {
+                error: ProtocolError::UnknownTarget
+            }
+        ));
+    }
+
+    #[test]
+    fn request_tools_lists_80_characters_without_ellipsis() {
+        let t = Templates::builtin();
+        let tools = [tool("a", &"y".repeat(120)), tool("b", "short")];
+        let def = request_tools_def(&tools, &["b".to_string()].into(), &t).unwrap();
+        assert!(
+            def.description
+                .contains(&format!("- a: {}\n", "y".repeat(80)))
+                || def
+                    .description
+                    .ends_with(&format!("- a: {}", "y".repeat(80)))
+        );
+        assert!(!def.description.contains("..."));
+        assert!(!def.description.contains("- b:"));
+        assert!(def.parameters["properties"]["tool_names"]["items"]
+            .get("enum")
+            .is_none());
+        // Everything loaded: still offered, saying so.
+        let all = request_tools_def(&tools, &["a".into(), "b".into()].into(), &t).unwrap();
+        assert!(!all.description.contains("- "), "{}", all.description);
+    }
 }

@@ -1,11 +1,11 @@
-//! Skills, progressive: stubs under `## Available Skills` (descriptions cut to 120
-//! characters) and a `read_skill(name)` tool that returns a skill's full text.
+//! Skills, progressive: one stub line per skill in the system prompt (descriptions
+//! cut to 120 characters, `...` included, as FIM One cuts them) and a
+//! `read_skill(name)` tool that returns a skill's full text.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::templates::shorten;
 use super::templates::TemplateError;
 use super::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
 use crate::catalog::{Address, Catalog, Kind};
@@ -13,8 +13,17 @@ use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
 pub const READ_SKILL: &str = "read_skill";
-/// Stub descriptions are cut to this many characters, then `...`.
-pub const STUB_CHARS: usize = 120;
+
+/// `text` (trimmed) cut to `max` characters in all: the first `max - 3` and `...`.
+pub fn stub(text: &str, max: usize) -> String {
+    let text = text.trim();
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(max.saturating_sub(3)).collect();
+        format!("{cut}...")
+    }
+}
 
 pub struct SkillsProgressive {
     catalog: Arc<Catalog>,
@@ -22,20 +31,23 @@ pub struct SkillsProgressive {
 }
 
 impl SkillsProgressive {
-    pub fn new(catalog: &Arc<Catalog>, t: &Templates) -> Result<Self, TemplateError> {
+    pub fn new(
+        catalog: &Arc<Catalog>,
+        t: &Templates,
+        stub_chars: usize,
+    ) -> Result<Self, TemplateError> {
         let skills: Vec<Value> = catalog
             .skills
             .iter()
-            .map(|s| json!({"name": s.name, "short": shorten(&s.description, STUB_CHARS)}))
+            .map(|s| json!({"name": s.name, "short": stub(&s.description, stub_chars)}))
             .collect();
         let section = t.render("skills_progressive.j2", json!({"skills": skills}))?;
-        let names: Vec<&str> = catalog.skills.iter().map(|s| s.name.as_str()).collect();
         let tool = ToolDef {
             name: READ_SKILL.into(),
             description: t.render("read_skill.j2", json!({}))?,
             parameters: json!({
                 "type": "object",
-                "properties": {"name": {"type": "string", "enum": names, "description": "The skill's name."}},
+                "properties": {"name": {"type": "string", "description": "The name of the skill to load."}},
                 "required": ["name"]
             }),
         };
@@ -90,5 +102,19 @@ impl Strategy for SkillsProgressive {
         };
         (!state.loaded_skills.contains(name))
             .then(|| (READ_SKILL.to_string(), json!({"name": name})))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stubs_are_cut_to_the_limit_ellipsis_included() {
+        assert_eq!(stub(" abc ", 5), "abc");
+        assert_eq!(stub("abcdefgh", 6), "abc...");
+        let long = "é".repeat(130);
+        assert_eq!(stub(&long, 120).chars().count(), 120);
+        assert!(stub(&long, 120).ends_with("é..."));
     }
 }

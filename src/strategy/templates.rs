@@ -8,7 +8,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 /// The template files, by name, with their built-in text.
-pub const BUILTIN: [(&str, &str); 13] = [
+pub const BUILTIN: [(&str, &str); 16] = [
     ("system.j2", include_str!("../../templates/system.j2")),
     (
         "default_instructions.txt",
@@ -46,6 +46,18 @@ pub const BUILTIN: [(&str, &str); 13] = [
         include_str!("../../templates/request_tools.j2"),
     ),
     ("selection.j2", include_str!("../../templates/selection.j2")),
+    (
+        "selection_system.j2",
+        include_str!("../../templates/selection_system.j2"),
+    ),
+    (
+        "select_tools.j2",
+        include_str!("../../templates/select_tools.j2"),
+    ),
+    (
+        "selection_reformat.j2",
+        include_str!("../../templates/selection_reformat.j2"),
+    ),
 ];
 
 /// A template set that cannot be loaded, or a template that cannot be rendered.
@@ -159,27 +171,9 @@ impl Templates {
     }
 }
 
-/// `text` cut to `max` characters, with `...` appended when cut.
-pub fn shorten(text: &str, max: usize) -> String {
-    let text = text.trim();
-    if text.chars().count() <= max {
-        text.to_string()
-    } else {
-        let cut: String = text.chars().take(max).collect();
-        format!("{}...", cut.trim_end())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shorten_cuts_at_chars_with_ellipsis() {
-        assert_eq!(shorten("abc", 5), "abc");
-        assert_eq!(shorten("abcdef", 3), "abc...");
-        assert_eq!(shorten("ééééé", 2), "éé...");
-    }
 
     #[test]
     fn overrides_replace_one_file_and_reject_unknown_names() {

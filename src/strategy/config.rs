@@ -1,0 +1,272 @@
+//! The protocol settings a run is made with: when the selection step runs, what
+//! happens to calls of tools that were not loaded, and the limits on what tool
+//! answers put into the context. The defaults are the seed system's (FIM One's); each
+//! can be changed by a flag, and the ones the seed system reads from its environment
+//! read the same variables here.
+
+use serde::{Deserialize, Serialize};
+
+use super::selection::SelectionConfig;
+
+/// What a call to a tool that exists but was not loaded by the selection step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnloadedCalls {
+    /// It runs, as in the seed system (which executes from its full registry), and is
+    /// counted (`unloaded_calls`).
+    Run,
+    /// It is refused with a `not_loaded` protocol error (a stricter agent, for research).
+    Refuse,
+}
+
+impl UnloadedCalls {
+    pub fn parse(v: &str) -> Result<UnloadedCalls, String> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "run" => Ok(UnloadedCalls::Run),
+            "refuse" => Ok(UnloadedCalls::Refuse),
+            other => Err(format!("`{other}`: use run or refuse")),
+        }
+    }
+}
+
+/// Limits on connector and MCP results, as the seed system applies them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultLimits {
+    /// A result longer than this many characters is cut.
+    pub max_chars: usize,
+    /// JSON arrays in a result keep at most this many items.
+    pub max_items: usize,
+    /// Estimated tokens (characters / 4) of all tool results of one episode; past it,
+    /// results are cut to what is left. 0 = no budget.
+    pub budget_tokens: usize,
+}
+
+impl Default for ResultLimits {
+    fn default() -> Self {
+        ResultLimits {
+            max_chars: 50_000,
+            max_items: 10,
+            budget_tokens: 40_000,
+        }
+    }
+}
+
+/// Everything about the protocol that is not the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProtocolConfig {
+    pub selection: SelectionConfig,
+    pub unloaded: UnloadedCalls,
+    /// Rows a database query returns at most.
+    pub row_limit: usize,
+    pub results: ResultLimits,
+    /// Characters of a skill stub's description, `...` included when cut.
+    pub skill_stub_chars: usize,
+}
+
+impl Default for ProtocolConfig {
+    fn default() -> Self {
+        ProtocolConfig {
+            selection: SelectionConfig::default(),
+            unloaded: UnloadedCalls::Run,
+            row_limit: 1_000,
+            results: ResultLimits::default(),
+            skill_stub_chars: 120,
+        }
+    }
+}
+
+/// The seed system's environment variables that discbench honours, and the setting
+/// each one sets (a flag wins over the variable).
+pub const ENV_VARS: [&str; 6] = [
+    "REACT_TOOL_SELECTION_THRESHOLD",
+    "REACT_TOOL_SELECTION_MAX",
+    "REACT_TOOL_RESULT_BUDGET",
+    "SKILL_STUB_DESC_LENGTH",
+    "TOOL_OUTPUT_MAX_CHARS",
+    "TOOL_OUTPUT_MAX_ITEMS",
+];
+
+/// The values given on the command line; `None` = not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtocolFlags {
+    pub selection_threshold: Option<usize>,
+    pub selection_max: Option<usize>,
+    pub unloaded: Option<UnloadedCalls>,
+    pub row_limit: Option<usize>,
+    pub result_max_chars: Option<usize>,
+    pub result_max_items: Option<usize>,
+    pub result_budget: Option<usize>,
+    pub skill_stub_chars: Option<usize>,
+}
+
+impl ProtocolConfig {
+    /// The defaults, changed by the environment variables in [`ENV_VARS`], then by the
+    /// flags. A variable that is set but is not a whole number is an error naming it.
+    pub fn resolve(
+        flags: &ProtocolFlags,
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<ProtocolConfig, String> {
+        let env = |name: &str| -> Result<Option<usize>, String> {
+            match get(name).filter(|v| !v.trim().is_empty()) {
+                None => Ok(None),
+                Some(v) => v
+                    .trim()
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| format!("{name}={v}: not a whole number")),
+            }
+        };
+        let d = ProtocolConfig::default();
+        let pick = |flag: Option<usize>, var: &str, default: usize| -> Result<usize, String> {
+            Ok(flag.or(env(var)?).unwrap_or(default))
+        };
+        let c = ProtocolConfig {
+            selection: SelectionConfig {
+                threshold: pick(
+                    flags.selection_threshold,
+                    "REACT_TOOL_SELECTION_THRESHOLD",
+                    d.selection.threshold,
+                )?,
+                max: pick(
+                    flags.selection_max,
+                    "REACT_TOOL_SELECTION_MAX",
+                    d.selection.max,
+                )?,
+            },
+            unloaded: flags.unloaded.unwrap_or(d.unloaded),
+            // The seed system's row cap is a per-connection setting, not a variable.
+            row_limit: flags.row_limit.unwrap_or(d.row_limit),
+            results: ResultLimits {
+                max_chars: pick(
+                    flags.result_max_chars,
+                    "TOOL_OUTPUT_MAX_CHARS",
+                    d.results.max_chars,
+                )?,
+                max_items: pick(
+                    flags.result_max_items,
+                    "TOOL_OUTPUT_MAX_ITEMS",
+                    d.results.max_items,
+                )?,
+                budget_tokens: pick(
+                    flags.result_budget,
+                    "REACT_TOOL_RESULT_BUDGET",
+                    d.results.budget_tokens,
+                )?,
+            },
+            skill_stub_chars: pick(
+                flags.skill_stub_chars,
+                "SKILL_STUB_DESC_LENGTH",
+                d.skill_stub_chars,
+            )?,
+        };
+        if c.selection.max == 0 {
+            return Err("the selection maximum must be at least 1".into());
+        }
+        if c.row_limit == 0 || c.results.max_chars == 0 || c.results.max_items == 0 {
+            return Err(
+                "--row-limit, --result-max-chars and --result-max-items must be at least 1".into(),
+            );
+        }
+        if c.skill_stub_chars < 4 {
+            return Err("the skill stub length must be at least 4 (room for `...`)".into());
+        }
+        Ok(c)
+    }
+
+    /// The flags of `given` that disagree with this (recorded) configuration, as
+    /// `--flag value (the run used value)`.
+    pub fn disagreements(&self, given: &ProtocolFlags) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut check = |flag: &str, g: Option<usize>, r: usize| {
+            if let Some(g) = g.filter(|g| *g != r) {
+                out.push(format!("{flag} {g} (the run used {r})"));
+            }
+        };
+        check(
+            "--selection-threshold",
+            given.selection_threshold,
+            self.selection.threshold,
+        );
+        check("--selection-max", given.selection_max, self.selection.max);
+        check("--row-limit", given.row_limit, self.row_limit);
+        check(
+            "--result-max-chars",
+            given.result_max_chars,
+            self.results.max_chars,
+        );
+        check(
+            "--result-max-items",
+            given.result_max_items,
+            self.results.max_items,
+        );
+        check(
+            "--result-budget",
+            given.result_budget,
+            self.results.budget_tokens,
+        );
+        check(
+            "--skill-stub-chars",
+            given.skill_stub_chars,
+            self.skill_stub_chars,
+        );
+        if let Some(u) = given.unloaded.filter(|u| *u != self.unloaded) {
+            out.push(format!(
+                "--unloaded-calls {u:?} (the run used {:?})",
+                self.unloaded
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_variables_beat_defaults() {
+        let env = |v: &str| match v {
+            "REACT_TOOL_SELECTION_THRESHOLD" => Some("20".to_string()),
+            "REACT_TOOL_SELECTION_MAX" => Some("4".to_string()),
+            "SKILL_STUB_DESC_LENGTH" => Some("60".to_string()),
+            _ => None,
+        };
+        let flags = ProtocolFlags {
+            selection_max: Some(8),
+            ..ProtocolFlags::default()
+        };
+        let c = ProtocolConfig::resolve(&flags, env).unwrap();
+        assert_eq!(c.selection.threshold, 20);
+        assert_eq!(c.selection.max, 8);
+        assert_eq!(c.skill_stub_chars, 60);
+        assert_eq!(c.row_limit, 1_000);
+        assert_eq!(
+            ProtocolConfig::resolve(&ProtocolFlags::default(), |_| None).unwrap(),
+            ProtocolConfig::default()
+        );
+    }
+
+    #[test]
+    fn a_bad_variable_is_named() {
+        let e = ProtocolConfig::resolve(&ProtocolFlags::default(), |v| {
+            (v == "REACT_TOOL_SELECTION_MAX").then(|| "six".to_string())
+        })
+        .unwrap_err();
+        assert!(e.contains("REACT_TOOL_SELECTION_MAX=six"), "{e}");
+    }
+
+    #[test]
+    fn disagreements_name_the_flag() {
+        let recorded = ProtocolConfig::default();
+        let given = ProtocolFlags {
+            row_limit: Some(50),
+            selection_max: Some(6),
+            unloaded: Some(UnloadedCalls::Refuse),
+            ..ProtocolFlags::default()
+        };
+        let d = recorded.disagreements(&given);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert!(d[0].starts_with("--row-limit 50"));
+        assert!(d[1].contains("unloaded-calls"));
+    }
+}

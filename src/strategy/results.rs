@@ -1,0 +1,188 @@
+//! What tool answers look like once the seed system (FIM One) has shaped them:
+//! indented JSON as Python's `json.dumps(indent=2)` writes it, the truncation of
+//! connector and MCP results (a size cap; long top-level arrays cut to their first
+//! items), and the per-query budget on all tool results together.
+
+use serde_json::Value;
+
+use super::config::ResultLimits;
+
+/// `v` as `json.dumps(v, indent=2, ensure_ascii=False)` writes it: two-space indents,
+/// `": "` between key and value, every element on its own line, keys in their order.
+pub fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).expect("JSON values serialize")
+}
+
+/// A Python list of strings as `repr` shows it: `['a', 'b']` (a string holding `'`
+/// and no `"` in double quotes).
+pub fn py_list(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| {
+            if s.contains('\'') && !s.contains('"') {
+                format!("\"{s}\"")
+            } else {
+                format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+            }
+        })
+        .collect();
+    format!("[{}]", quoted.join(", "))
+}
+
+fn first_keys(items: &[Value]) -> Option<String> {
+    match items.first() {
+        Some(Value::Object(o)) if !o.is_empty() => {
+            Some(py_list(&o.keys().cloned().collect::<Vec<_>>()))
+        }
+        _ => None,
+    }
+}
+
+fn prefix(s: &str, chars: usize) -> &str {
+    match s.char_indices().nth(chars) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// A connector or MCP result as FIM One truncates it: a top-level JSON array longer
+/// than `max_items` keeps its first items (re-indented) with a note of how many there
+/// were; any other result longer than `max_chars` characters is cut there with a note
+/// of its length (and of the keys it holds, when it is JSON). Other results pass.
+pub fn truncate(content: &str, limits: &ResultLimits) -> String {
+    let len = content.chars().count();
+    let parsed: Option<Value> = serde_json::from_str(content).ok();
+    if let Some(Value::Array(items)) = &parsed {
+        if items.len() > limits.max_items {
+            let kept = Value::Array(items[..limits.max_items].to_vec());
+            let keys = first_keys(items)
+                .map(|k| format!("Each item has keys: {k}. "))
+                .unwrap_or_default();
+            return format!(
+                "{}\n\n[{} of {} items shown. {keys}Ask with narrower parameters to see others.]",
+                pretty(&kept),
+                limits.max_items,
+                items.len()
+            );
+        }
+    }
+    if len <= limits.max_chars {
+        return content.to_string();
+    }
+    let note = match &parsed {
+        Some(Value::Array(items)) => first_keys(items)
+            .map(|k| format!(". Item keys: {k}."))
+            .unwrap_or_default(),
+        Some(Value::Object(o)) => format!(
+            ". Top-level keys: {}",
+            py_list(&o.keys().cloned().collect::<Vec<_>>())
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "{}\n\n[Cut: {len} characters in all{note}]",
+        prefix(content, limits.max_chars)
+    )
+}
+
+/// The per-query budget on tool results: tokens estimated as characters / 4; a result
+/// that would pass the budget is cut to what is left, with a note (so once it is spent,
+/// a result is the note alone). Applies to every tool answer, errors included.
+#[derive(Debug, Clone, Default)]
+pub struct Budget {
+    budget: usize,
+    used: usize,
+}
+
+impl Budget {
+    /// `budget` estimated tokens; 0 = no budget.
+    pub fn new(budget: usize) -> Budget {
+        Budget { budget, used: 0 }
+    }
+
+    pub fn apply(&mut self, content: String) -> String {
+        if self.budget == 0 {
+            return content;
+        }
+        let mut est = content.chars().count() / 4;
+        let mut out = content;
+        if self.used + est > self.budget {
+            let keep = self.budget.saturating_sub(self.used) * 4;
+            out = format!(
+                "{}\n\n[Cut: the tool results of this request are over their budget ({}/{} tokens used)]",
+                prefix(&out, keep),
+                self.used,
+                self.budget
+            );
+            est = out.chars().count() / 4;
+        }
+        self.used += est;
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn limits(max_chars: usize, max_items: usize) -> ResultLimits {
+        ResultLimits {
+            max_chars,
+            max_items,
+            budget_tokens: 0,
+        }
+    }
+
+    #[test]
+    fn pretty_is_pythons_indent_2() {
+        assert_eq!(
+            pretty(&json!({"b": [1, {}], "a": "é"})),
+            "{\n  \"b\": [\n    1,\n    {}\n  ],\n  \"a\": \"é\"\n}"
+        );
+        assert_eq!(py_list(&["id".into(), "it's".into()]), "['id', \"it's\"]");
+    }
+
+    #[test]
+    fn long_arrays_keep_their_first_items() {
+        let rows: Vec<Value> = (0..12).map(|i| json!({"id": i, "name": "x"})).collect();
+        let out = truncate(&Value::Array(rows).to_string(), &limits(50_000, 10));
+        let (kept, note) = out.split_once("\n\n[").unwrap();
+        let kept: Vec<Value> = serde_json::from_str(kept).unwrap();
+        assert_eq!(kept.len(), 10);
+        assert!(note.starts_with("10 of 12 items shown. Each item has keys: ['id', 'name']."));
+        // Short arrays and objects pass unchanged, compact as they came.
+        let short = json!([1, 2]).to_string();
+        assert_eq!(truncate(&short, &limits(50_000, 10)), short);
+    }
+
+    #[test]
+    fn long_text_is_cut_at_the_character_cap() {
+        let big = json!({"blob": "y".repeat(100)}).to_string();
+        let out = truncate(&big, &limits(20, 10));
+        assert!(out.starts_with(&big[..20]));
+        assert!(out.ends_with(&format!(
+            "[Cut: {} characters in all. Top-level keys: ['blob']]",
+            big.len()
+        )));
+        let text = "é".repeat(30);
+        assert_eq!(
+            truncate(&text, &limits(10, 10)),
+            format!("{}\n\n[Cut: 30 characters in all]", "é".repeat(10))
+        );
+    }
+
+    #[test]
+    fn the_budget_cuts_then_leaves_only_the_note() {
+        let mut b = Budget::new(10);
+        assert_eq!(b.apply("a".repeat(20)), "a".repeat(20)); // 5 tokens
+        let second = b.apply("b".repeat(40)); // 10 more would pass 10
+        assert!(second.starts_with(&"b".repeat(20)), "{second}");
+        assert!(second.contains("(5/10 tokens used)"));
+        assert!(!second.starts_with(&"b".repeat(21)));
+        let third = b.apply("c".repeat(8));
+        assert!(third.starts_with("\n\n[Cut:"), "{third}");
+        let mut none = Budget::new(0);
+        assert_eq!(none.apply("z".repeat(1_000_000)).len(), 1_000_000);
+    }
+}
