@@ -226,7 +226,7 @@ pub enum Target<'a> {
 pub fn query_schema() -> Value {
     serde_json::json!({
         "type": "object",
-        "properties": {"sql": {"type": "string", "description": "The SQL query to run."}},
+        "properties": {"sql": {"type": "string", "description": "The SQL statement to run."}},
         "required": ["sql"]
     })
 }
@@ -361,7 +361,11 @@ impl Catalog {
             .collect();
         let mut out: Vec<(String, String)> = raw
             .into_iter()
-            .map(|(name, addr)| (unique(name, &addr, &mut taken), addr))
+            .map(|(name, addr)| {
+                // MCP names stay within FIM One's 128 characters, suffix included.
+                let cap = addr.starts_with("mcp:").then_some(128);
+                (unique(name, &addr, cap, &mut taken), addr)
+            })
             .collect();
         for b in &self.builtins {
             out.push((b.name.clone(), format!("builtin:{}", b.name)));
@@ -385,7 +389,7 @@ impl Catalog {
 
     /// The names the progressive `database` tool shows, as for connectors.
     pub fn database_stub_names(&self) -> Vec<String> {
-        stub_names(self.databases.iter().map(|d| d.name.as_str()), "database")
+        stub_names(self.databases.iter().map(|d| d.name.as_str()), "db")
     }
 
     /// The clashes that remain errors: built-ins (whose names are used verbatim) that
@@ -408,14 +412,19 @@ impl Catalog {
     }
 }
 
-/// `name`, or `name_` and 8 hex digits of `id`'s hash when `name` is taken; the result
-/// is taken from then on.
-fn unique(name: String, id: &str, taken: &mut std::collections::HashSet<String>) -> String {
+/// `name`, or `name_` and 8 hex digits of `id`'s hash when `name` is taken (the name
+/// shortened first if the result must fit in `cap` characters); the result is taken
+/// from then on.
+fn unique(
+    name: String,
+    id: &str,
+    cap: Option<usize>,
+    taken: &mut std::collections::HashSet<String>,
+) -> String {
     let name = if taken.contains(&name) {
-        format!(
-            "{name}_{}",
-            &crate::record::content_hash(id.as_bytes())[..8]
-        )
+        let suffix = format!("_{}", &crate::record::content_hash(id.as_bytes())[..8]);
+        let keep = cap.map_or(usize::MAX, |c| c.saturating_sub(suffix.len()));
+        format!("{}{suffix}", name.chars().take(keep).collect::<String>())
     } else {
         name
     };
@@ -433,7 +442,7 @@ fn stub_names<'a>(names: impl Iterator<Item = &'a str>, kind: &str) -> Vec<Strin
             } else {
                 safe
             };
-            unique(safe, &format!("{kind}:{n}"), &mut taken)
+            unique(safe, &format!("{kind}:{n}"), None, &mut taken)
         })
         .collect()
 }

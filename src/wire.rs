@@ -69,6 +69,9 @@ pub struct Context {
     /// A tool the model must call (the selection step's forced call); `None` = the
     /// model chooses.
     pub tool_choice: Option<String>,
+    /// Ask for a JSON object as the answer (OpenAI's `response_format`; the selection
+    /// step's second level).
+    pub json_mode: bool,
     pub messages: Vec<Message>,
 }
 

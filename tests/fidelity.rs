@@ -13,7 +13,7 @@ use discbench::record::OutcomeKey;
 use discbench::runner::{self, Outcome, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
-    Composite, Effect, Mode, ProtocolConfig, ResultLimits, SelectionConfig, Templates,
+    Composite, Cut, Effect, Mode, ProtocolConfig, ResultLimits, SelectionConfig, Templates,
     UnloadedCalls,
 };
 use discbench::tokens::{Counter, Encoding};
@@ -87,6 +87,10 @@ fn near(what: &str, measured: usize, fim: usize, pct: f64) {
     println!("{what}: {measured} against {fim} ({off:+.1}%)");
 }
 
+/// FIM One's figures are its own renderings of these same catalogs (its meta-tools'
+/// `discover` and its legacy database adapter, at commit 8bfe86d), counted with
+/// o200k_base. The fetched formats carry no prose, so they match exactly; the legacy
+/// tools' descriptions are discbench's wording, so they may differ by a few tokens.
 #[test]
 fn formats_cost_what_fim_ones_cost() {
     let counter = Counter::new(Encoding::O200kBase);
@@ -101,7 +105,7 @@ fn formats_cost_what_fim_ones_cost() {
             .filter(|t| t.name.starts_with(&format!("{db}__")))
             .map(|t| counter.tool(t))
             .sum();
-        near(&format!("legacy tools of {db}"), n, fim, 1.0);
+        near(&format!("legacy tools of {db}"), n, fim, 0.5);
     }
     // Fetched content of the progressive meta-tools.
     let prog = composite(&sc, "progressive", ProtocolConfig::default());
@@ -157,7 +161,7 @@ fn formats_cost_what_fim_ones_cost() {
             counter.count(&r.content)
         })
         .sum();
-    near("mcp discover, 14 servers", total, 103_873, 1.0);
+    near("mcp discover, 14 servers", total, 103_873, 0.0);
 }
 
 /// A model that answers from two scripts, one for the selection step and one for
@@ -166,6 +170,8 @@ fn formats_cost_what_fim_ones_cost() {
 struct Scripted {
     select: Vec<Response>,
     act: Vec<Response>,
+    /// Whether it has a JSON mode.
+    json: bool,
     seen: Arc<Mutex<Vec<(bool, Context)>>>,
 }
 
@@ -178,6 +184,9 @@ struct ScriptedSession {
 impl Backend for Scripted {
     fn name(&self) -> &str {
         "scripted"
+    }
+    fn json_mode(&self) -> bool {
+        self.json
     }
     fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(ScriptedSession {
@@ -333,6 +342,150 @@ fn the_selection_step_degrades_as_fim_ones_does() {
         "{} vs {sent}",
         o.tokens.selection
     );
+}
+
+#[test]
+fn a_model_with_a_json_mode_is_asked_in_it_before_plain_text() {
+    let sc = hub();
+    let comp = composite(&sc, "progressive", ProtocolConfig::default());
+    let q = ambiguous_query(&sc, &comp);
+    let backend = Scripted {
+        select: vec![
+            Response::say("no call"),
+            Response::say("still prose"),
+            Response::say("```json\n{\"tools\": [\"connector\"]}\n```"),
+        ],
+        json: true,
+        ..Scripted::default()
+    };
+    let o = run_query(&sc, "progressive", ProtocolConfig::default(), &backend, &q);
+    let seen = backend.seen.lock().unwrap().clone();
+    let selects: Vec<&Context> = seen.iter().filter(|(s, _)| *s).map(|(_, c)| c).collect();
+    assert_eq!(selects.len(), 3, "forced, JSON mode, JSON mode again");
+    assert!(!selects[0].json_mode && selects[1].json_mode && selects[2].json_mode);
+    assert!(selects[1].tools.is_empty());
+    assert_eq!(o.selection.as_ref().unwrap().requests, 3);
+    assert_eq!(
+        o.selection.as_ref().unwrap().selected.as_deref(),
+        Some(
+            &[
+                "connector".to_string(),
+                "read_skill".into(),
+                "web_search".into()
+            ][..]
+        )
+    );
+}
+
+#[test]
+fn pinned_and_loaded_tools_come_in_fim_ones_order() {
+    let sc = hub();
+    let comp = composite(&sc, "legacy", ProtocolConfig::default());
+    let q = ambiguous_query(&sc, &comp);
+    let names: Vec<String> = comp.all_tools().iter().map(|t| t.name.clone()).collect();
+    // FIM One's registry order: built-ins first, then the connector section; MCP last.
+    let first_builtin = names.iter().position(|n| n == "web_search").unwrap();
+    let first_connector = names
+        .iter()
+        .position(|n| n.starts_with("salesforce__"))
+        .unwrap();
+    let first_database = names
+        .iter()
+        .position(|n| n.starts_with("hr_postgres__"))
+        .unwrap();
+    let first_mcp = names
+        .iter()
+        .position(|n| n.starts_with("github__"))
+        .unwrap();
+    assert!(
+        first_builtin < first_connector
+            && first_connector < first_database
+            && first_database < first_mcp
+    );
+    let jira = names
+        .iter()
+        .find(|n| n.starts_with("jira__"))
+        .unwrap()
+        .clone();
+    let slack = names
+        .iter()
+        .find(|n| n.starts_with("slack__"))
+        .unwrap()
+        .clone();
+    let backend = Scripted {
+        select: vec![select_call(&[&slack, &jira])],
+        act: vec![Response::call(vec![ToolCall::new(
+            "1",
+            "request_tools",
+            &json!({"tool_names": ["calculator"]}),
+        )])],
+        ..Scripted::default()
+    };
+    run_query(&sc, "legacy", ProtocolConfig::default(), &backend, &q);
+    let seen = backend.seen.lock().unwrap().clone();
+    let acts: Vec<Vec<String>> = seen
+        .iter()
+        .filter(|(s, _)| !s)
+        .map(|(_, c)| c.tools.iter().map(|t| t.name.clone()).collect())
+        .collect();
+    // The selection in catalog order, the pinned web_search, request_tools, then what
+    // it loaded.
+    assert_eq!(
+        acts[0],
+        [
+            jira.clone(),
+            slack.clone(),
+            "web_search".into(),
+            "request_tools".into()
+        ]
+    );
+    assert_eq!(
+        acts[1],
+        [
+            jira,
+            slack,
+            "web_search".into(),
+            "request_tools".into(),
+            "calculator".into()
+        ]
+    );
+}
+
+#[test]
+fn empty_connectors_servers_and_databases_say_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = "name: empty\ncatalog:\n  connectors:\n    - {name: crm, description: CRM., actions: []}\n  mcp_servers:\n    - {name: idle, tools: []}\nqueries:\n  - id: q\n    text: hello\n    expect: { calls: [] }\n";
+    std::fs::write(dir.path().join("empty.yaml"), yaml).unwrap();
+    let sc = scenario::load(&dir.path().join("empty.yaml")).unwrap_or_else(|e| panic!("{e}"));
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = composite(&sc, "progressive", ProtocolConfig::default());
+    let mut st = comp.new_state();
+    let connector = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name == "connector")
+        .unwrap();
+    assert!(
+        connector.description.contains("  - crm: CRM. (no actions)"),
+        "{}",
+        connector.description
+    );
+    for (tool, args, says) in [
+        (
+            "connector",
+            json!({"subcommand": "discover", "connector": "crm"}),
+            "no actions",
+        ),
+        (
+            "mcp",
+            json!({"subcommand": "discover", "server": "idle"}),
+            "no tools",
+        ),
+    ] {
+        let r = call(&comp, &mut st, &dbs, tool, args);
+        assert!(r.content.contains(says), "{tool}: {}", r.content);
+        assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.is_empty()));
+    }
 }
 
 #[test]
@@ -667,7 +820,10 @@ fn results_are_truncated_and_budgeted() {
         assert_eq!(shown.len(), 10);
         let loose = ProtocolConfig {
             results: ResultLimits {
-                max_items: 20,
+                connector: Cut {
+                    max_items: 20,
+                    ..Cut::default()
+                },
                 ..ResultLimits::default()
             },
             ..ProtocolConfig::default()
@@ -703,7 +859,10 @@ fn results_are_truncated_and_budgeted() {
     let tight = ProtocolConfig {
         results: ResultLimits {
             budget_tokens: 40,
-            max_items: 20,
+            connector: Cut {
+                max_items: 20,
+                ..Cut::default()
+            },
             ..ResultLimits::default()
         },
         ..ProtocolConfig::default()

@@ -13,7 +13,10 @@ fn bin() -> Command {
         "CONNECTOR_TOOL_MODE",
         "DATABASE_TOOL_MODE",
         "MCP_TOOL_MODE",
-    ] {
+    ]
+    .into_iter()
+    .chain(discbench::strategy::config::ENV_VARS)
+    {
         c.env_remove(v);
     }
     c
@@ -322,8 +325,46 @@ fn resuming_after_a_change_is_refused_naming_it() {
         "nothing was written"
     );
 
-    // Unchanged again: the resume goes through.
+    // A protocol flag that contradicts run.json, and an environment that would: the
+    // flag is refused by name, the variable is ignored (the recorded settings hold).
+    let o = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&dir)
+        .args(["--row-limit", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--row-limit 5 (the run used 1000)"));
+
+    // A run.json from before the protocol settings were recorded: reports still read
+    // it, a resume is refused with the reason.
+    let manifest = read(&dir.join("run.json"));
+    let mut v: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let settings = v["settings"].as_object_mut().unwrap();
+    settings.remove("protocol");
+    settings.insert("selection_threshold".into(), 12.into());
+    settings.insert("selection_max".into(), 6.into());
+    std::fs::write(dir.join("run.json"), v.to_string()).unwrap();
     let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("did not record its protocol settings"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = bin().arg("report").arg(&dir).output().unwrap();
+    ok(&o);
+    std::fs::write(dir.join("run.json"), &manifest).unwrap();
+
+    // Unchanged again: the resume goes through, whatever the environment says.
+    let o = bin()
+        .arg("run")
+        .arg("--resume")
+        .arg(&dir)
+        .env("REACT_TOOL_SELECTION_MAX", "2")
+        .output()
+        .unwrap();
     ok(&o);
     assert_eq!(
         read(&dir.join("outcomes.jsonl")).lines().count(),

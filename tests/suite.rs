@@ -396,17 +396,17 @@ fn selection_step_and_request_tools() {
     let comp = tiny_composite(&sc, &t, "progressive", selecting(2, 1));
     assert!(comp.selection_applies());
     let mut st = comp.new_state();
-    // The cap comes first (`calculator`), then `read_skill` is pinned.
+    // The cap comes first (`calculator`), then `read_skill` is pinned after it.
     assert_eq!(
         comp.apply_selection(&mut st, Some(&names(&["calculator", "mcp"]))),
-        Some(names(&["read_skill", "calculator"]))
+        Some(names(&["calculator", "read_skill"]))
     );
     let visible: Vec<String> = comp
         .visible_tools(&st)
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    assert_eq!(visible, ["read_skill", "calculator", "request_tools"]);
+    assert_eq!(visible, ["calculator", "read_skill", "request_tools"]);
     let rt = comp.visible_tools(&st).last().unwrap().clone();
     let connector = comp
         .all_tools()
@@ -750,7 +750,7 @@ fn request_tools_loads_in_part_and_an_empty_or_garbled_selection_keeps_all() {
     let mut st = comp.new_state();
     assert_eq!(
         comp.apply_selection(&mut st, Some(&names(&["calculator"]))),
-        Some(names(&["read_skill", "calculator"]))
+        Some(names(&["calculator", "read_skill"]))
     );
     let r = comp.resolve(
         &ToolCall::new(
@@ -764,16 +764,17 @@ fn request_tools_loads_in_part_and_an_empty_or_garbled_selection_keeps_all() {
     assert!(matches!(r.effect, Effect::Fetched { .. }));
     assert_eq!(
         r.content,
-        "Loaded: connector. Already loaded: calculator. Unknown: tpyo"
+        "Loaded: connector. Already loaded: calculator. Not found: tpyo"
     );
     let visible: Vec<String> = comp
         .visible_tools(&st)
         .iter()
         .map(|t| t.name.clone())
         .collect();
+    // What request_tools loads comes after it, as in FIM One.
     assert_eq!(
         visible,
-        ["read_skill", "connector", "calculator", "request_tools"]
+        ["calculator", "read_skill", "request_tools", "connector"]
     );
     for garbled in [names(&["tpyo", "nope"]), Vec::new()] {
         let mut st = comp.new_state();

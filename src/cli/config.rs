@@ -75,8 +75,11 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
     let modes = resolve_modes(&c.modes, |v| std::env::var(v).ok())?;
     let templates = Templates::with_overrides(c.templates.as_deref())
         .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
-    let protocol = ProtocolConfig::resolve(&c.protocol_flags(), |v| std::env::var(v).ok())
-        .map_err(Failure::Usage)?;
+    let protocol = match &c.recorded_protocol {
+        Some(p) => **p,
+        None => ProtocolConfig::resolve(&c.protocol_flags(), |v| std::env::var(v).ok())
+            .map_err(Failure::Usage)?,
+    };
     // The tokenizer's tables take a while to build: build them while the scenarios load.
     let counter = std::thread::spawn(move || Counter::new(encoding));
     let scenario_paths = default_paths(&c.scenarios);
@@ -152,7 +155,12 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
             given.templates, recorded.templates_dir
         ));
     }
-    differs.extend(recorded.protocol.disagreements(&given.protocol_flags()));
+    let Some(protocol) = recorded.protocol else {
+        return Err(Failure::Usage(
+            "cannot resume: the run was made by an older discbench that did not record its protocol settings (start a new run)".into(),
+        ));
+    };
+    differs.extend(protocol.disagreements(&given.protocol_flags()));
     if !differs.is_empty() {
         return Err(Failure::Usage(format!(
             "cannot resume: the command line differs from the run's run.json: {}",
@@ -169,16 +177,15 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         },
         tokenizer: Some(recorded.tokenizer.clone()),
         templates: recorded.templates_dir.clone(),
-        // The recorded settings, whole: the environment of the resuming shell must not
-        // change them.
-        selection_threshold: Some(recorded.protocol.selection.threshold),
-        selection_max: Some(recorded.protocol.selection.max),
-        unloaded_calls: Some(recorded.protocol.unloaded),
-        row_limit: Some(recorded.protocol.row_limit),
-        result_max_chars: Some(recorded.protocol.results.max_chars),
-        result_max_items: Some(recorded.protocol.results.max_items),
-        result_budget: Some(recorded.protocol.results.budget_tokens),
-        skill_stub_chars: Some(recorded.protocol.skill_stub_chars),
+        selection_threshold: None,
+        selection_max: None,
+        unloaded_calls: None,
+        row_limit: None,
+        result_max_chars: None,
+        result_max_items: None,
+        result_budget: None,
+        skill_stub_chars: None,
+        recorded_protocol: Some(Box::new(protocol)),
     })
 }
 

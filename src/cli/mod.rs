@@ -135,6 +135,10 @@ pub struct Common {
     /// [default: $SKILL_STUB_DESC_LENGTH or 120]
     #[arg(long)]
     pub skill_stub_chars: Option<usize>,
+    /// The protocol settings a resumed run recorded: used whole, so that neither the
+    /// flags nor the environment of the resuming shell can change them.
+    #[arg(skip)]
+    pub recorded_protocol: Option<Box<crate::strategy::ProtocolConfig>>,
 }
 
 impl Common {

@@ -97,6 +97,10 @@ pub trait Api: Send + Sync + 'static {
     ) -> reqwest::RequestBuilder;
     /// Reads a successful answer.
     fn parse(&self, v: &Value) -> Result<Answer, ModelError>;
+    /// Whether the API has a JSON mode.
+    fn json_mode(&self) -> bool {
+        false
+    }
 }
 
 /// A model behind an HTTP API.
@@ -127,6 +131,10 @@ impl<A: Api> Backend for HttpBackend<A> {
 
     fn parameters(&self) -> Value {
         self.endpoint.sampling.to_json()
+    }
+
+    fn json_mode(&self) -> bool {
+        self.api.json_mode()
     }
 
     fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {

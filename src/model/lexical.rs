@@ -93,12 +93,25 @@ impl Session for LexicalSession {
 }
 
 /// The selection answer: the top tools by BM25 over name and description. The
-/// selection request is read as a person would: its first line is the request
-/// (after a `Label: `), and its `- name: description` lines are the catalog.
+/// selection request is read as a person would: the request follows the first
+/// `Label: ` of a line, and the `- name: description` lines are the catalog.
 fn select(cx: &Context, max: usize) -> Vec<String> {
     let prompt = cx.query();
-    let first = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-    let query = first.split_once(": ").map_or(first, |(_, q)| q);
+    // The request: the first `Label: text` line that is not a catalog line, and the
+    // lines after it up to a blank one.
+    let mut lines = prompt.lines();
+    let mut query = String::new();
+    for l in lines.by_ref() {
+        if let Some((_, q)) = l.split_once(": ").filter(|_| !l.starts_with("- ")) {
+            query = q.to_string();
+            break;
+        }
+    }
+    for l in lines.take_while(|l| !l.trim().is_empty()) {
+        query.push(' ');
+        query.push_str(l);
+    }
+    let query = query.as_str();
     let lines: Vec<(&str, &str)> = prompt
         .lines()
         .filter_map(|l| l.strip_prefix("- "))

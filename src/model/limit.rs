@@ -98,6 +98,10 @@ impl Backend for Limited {
         self.inner.parameters()
     }
 
+    fn json_mode(&self) -> bool {
+        self.inner.json_mode()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(LimitedSession {
             inner: self.inner.open(key, truth),

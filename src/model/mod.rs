@@ -158,6 +158,11 @@ pub trait Backend: Send + Sync {
     fn prices(&self) -> Option<models_file::Prices> {
         None
     }
+    /// Whether it can be asked for a JSON object (OpenAI's JSON mode): the selection
+    /// step then tries that between the forced call and plain text, as FIM One does.
+    fn json_mode(&self) -> bool {
+        false
+    }
     /// A session for one episode, the work item `key` (recorders key on it).
     fn open(&self, key: &crate::record::OutcomeKey, truth: Option<GroundTruth>)
         -> Box<dyn Session>;

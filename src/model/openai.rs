@@ -45,6 +45,10 @@ impl Api for ChatCompletions {
     fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
         parse(v)
     }
+
+    fn json_mode(&self) -> bool {
+        true
+    }
 }
 
 /// The request body for a context.
@@ -109,6 +113,9 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
         if purpose == Purpose::Act {
             b.insert("parallel_tool_calls".into(), json!(true));
         }
+    }
+    if cx.json_mode {
+        b.insert("response_format".into(), json!({"type": "json_object"}));
     }
     let s = &endpoint.sampling;
     if let Some(t) = s.temperature {

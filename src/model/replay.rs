@@ -69,10 +69,15 @@ pub struct Line {
     pub answer: RecordedAnswer,
 }
 
-fn purpose_name(p: Purpose) -> String {
-    match p {
+fn purpose_name(p: Purpose, cx: &Context) -> String {
+    let name = match p {
         Purpose::Act => "act".into(),
         Purpose::Select { max } => format!("select:{max}"),
+    };
+    if cx.json_mode {
+        format!("{name}:json")
+    } else {
+        name
     }
 }
 
@@ -80,7 +85,7 @@ fn purpose_name(p: Purpose) -> String {
 pub fn digest(purpose: Purpose, cx: &Context, parameters: serde_json::Value) -> Digest {
     let h = |s: &str| content_hash(s.as_bytes())[..12].to_string();
     Digest {
-        purpose: purpose_name(purpose),
+        purpose: purpose_name(purpose, cx),
         parameters,
         system: h(&cx.system),
         tools: h(&cx
@@ -159,6 +164,10 @@ impl Backend for Recording {
         self.inner.parameters()
     }
 
+    fn json_mode(&self) -> bool {
+        self.inner.json_mode()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(RecordingSession {
             inner: self.inner.open(key, truth),
@@ -213,6 +222,8 @@ pub struct Tape {
     digests: HashMap<(OutcomeKey, usize), Digest>,
     /// The model names recorded, in first-seen order.
     pub models: Vec<String>,
+    /// The models that were asked in JSON mode (so they have one).
+    json_models: std::collections::HashSet<String>,
 }
 
 impl Tape {
@@ -233,10 +244,14 @@ impl Tape {
             answers: HashMap::new(),
             digests: HashMap::new(),
             models: Vec::new(),
+            json_models: Default::default(),
         };
         reader::read::<Line>(&file, |_, l| {
             if !t.models.contains(&l.key.model) {
                 t.models.push(l.key.model.clone());
+            }
+            if l.digest.purpose.ends_with(":json") {
+                t.json_models.insert(l.key.model.clone());
             }
             t.digests.insert((l.key.clone(), l.turn), l.digest);
             t.answers.insert(l.hash, l.answer);
@@ -319,6 +334,12 @@ pub struct Replay {
 impl Backend for Replay {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// As the recorded model: a model asked in JSON mode had one. (A model that had one
+    /// but never needed it took the same path without it.)
+    fn json_mode(&self) -> bool {
+        self.tape.json_models.contains(&self.name)
     }
 
     fn open(&self, key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {

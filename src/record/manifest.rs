@@ -43,8 +43,10 @@ pub struct Settings {
     pub repeat: usize,
     pub max_turns: usize,
     /// The protocol settings: selection threshold and maximum, calls of tools not
-    /// loaded, row and result limits, skill stub length.
-    pub protocol: crate::strategy::ProtocolConfig,
+    /// loaded, row and result limits, skill stub length. `None` in a run made before
+    /// they were recorded (such a run still reports and merges, but cannot resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<crate::strategy::ProtocolConfig>,
     pub tokenizer: String,
     /// The `--templates` directory, if any (the hashes below are what counts).
     pub templates_dir: Option<PathBuf>,
@@ -246,10 +248,14 @@ impl Manifest {
             d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
         }
         if a.protocol != b.protocol {
+            let show = |p: &Option<crate::strategy::ProtocolConfig>| match p {
+                Some(p) => serde_json::to_string(p).unwrap_or_default(),
+                None => "(not recorded)".into(),
+            };
             d.push(format!(
                 "protocol settings: {} now {}",
-                serde_json::to_string(&a.protocol).unwrap_or_default(),
-                serde_json::to_string(&b.protocol).unwrap_or_default()
+                show(&a.protocol),
+                show(&b.protocol)
             ));
         }
         for (name, h) in &self.templates {

@@ -103,7 +103,14 @@ impl Episode<'_> {
         let mut selection = None;
         if comp.selection_applies() {
             match self
-                .select(comp, &query.text, &mut asker, &mut ledger, &state)
+                .select(
+                    comp,
+                    &query.text,
+                    backend.json_mode(),
+                    &mut asker,
+                    &mut ledger,
+                    &state,
+                )
                 .await
             {
                 Ok(record) => selection = Some(record),
@@ -354,12 +361,14 @@ impl Episode<'_> {
 
 impl Episode<'_> {
     /// The selection step as the seed system runs it: the keyword shortcut, else a
-    /// forced `select_tools` call, else a plain-text request (asked once more when its
-    /// answer held no JSON object). Every request made is counted in `selection`.
+    /// forced `select_tools` call, else JSON mode (when the model has it), else plain
+    /// text (each text level asked once more when its answer held no JSON object).
+    /// Every request made is counted in `selection`.
     async fn select(
         &self,
         comp: &crate::strategy::Composite,
         query: &str,
+        json_mode: bool,
         asker: &mut Asker<'_>,
         ledger: &mut Ledger,
         state: &Mutex<State>,
@@ -378,28 +387,39 @@ impl Episode<'_> {
         }
         let max = comp.selection_config().max;
         let mut acc = SelectAcc::default();
-        let forced = comp
-            .selection_context(query, Level::Forced)
-            .map_err(|e| e.to_string())?;
-        let mut answer = self
-            .ask_select(asker, ledger, &mut acc, &forced, max)
-            .await?;
-        let mut object = selection::answer_object(&answer);
-        if object.is_none() {
-            let text = comp
-                .selection_context(query, Level::Text)
+        let mut levels = vec![Level::Forced];
+        if json_mode {
+            levels.push(Level::Json);
+        }
+        levels.push(Level::Text);
+        let mut answer = Response::default();
+        let mut object = None;
+        for level in levels {
+            let cx = comp
+                .selection_context(query, level)
                 .map_err(|e| e.to_string())?;
-            answer = self.ask_select(asker, ledger, &mut acc, &text, max).await?;
+            answer = match self.ask_select(asker, ledger, &mut acc, &cx, max).await {
+                Ok(a) => a,
+                // A request this model cannot take (FIM One moves on to the next level);
+                // what retrying could not fix is an infra error, as anywhere.
+                Err(e) if gives_way(&e) => continue,
+                Err(e) => return Err(e.to_string()),
+            };
             object = selection::answer_object(&answer);
             let said = answer.text.clone().unwrap_or_default();
-            if object.is_none() && !said.is_empty() {
+            if object.is_none() && level != Level::Forced && !said.is_empty() {
                 let again = comp
-                    .selection_retry(&text, &said)
+                    .selection_retry(&cx, &said)
                     .map_err(|e| e.to_string())?;
-                answer = self
-                    .ask_select(asker, ledger, &mut acc, &again, max)
-                    .await?;
+                answer = match self.ask_select(asker, ledger, &mut acc, &again, max).await {
+                    Ok(a) => a,
+                    Err(e) if gives_way(&e) => continue,
+                    Err(e) => return Err(e.to_string()),
+                };
                 object = selection::answer_object(&answer);
+            }
+            if object.is_some() {
+                break;
             }
         }
         let picked = object.as_ref().map(selection::names_in);
@@ -425,16 +445,13 @@ impl Episode<'_> {
         acc: &mut SelectAcc,
         cx: &crate::wire::Context,
         max: usize,
-    ) -> Result<Response, String> {
+    ) -> Result<Response, ModelError> {
         let c = self.counter;
         let req = c.context(cx);
         ledger.billed_input += req;
         ledger.peak_context = ledger.peak_context.max(req);
         acc.requests += 1;
-        let a = asker
-            .ask(Purpose::Select { max }, cx)
-            .await
-            .map_err(|e| e.to_string())?;
+        let a = asker.ask(Purpose::Select { max }, cx).await?;
         let said = c.message(&Message::Assistant {
             content: a.response.text.clone(),
             tool_calls: a.response.calls.clone(),
@@ -446,6 +463,13 @@ impl Episode<'_> {
         };
         Ok(a.response)
     }
+}
+
+/// Whether a failed selection request gives way to the next level: the request was
+/// refused as it was made (a 4xx other than authentication, or an answer that cannot
+/// be decoded), which another level may avoid.
+fn gives_way(e: &ModelError) -> bool {
+    matches!(e, ModelError::Rejected { .. } | ModelError::Undecodable(_))
 }
 
 /// What the selection requests of one episode add up to.

@@ -179,7 +179,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         model_specs: Vec::new(),
         repeat: cfg.repeat,
         max_turns: cfg.max_turns,
-        protocol: cfg.protocol,
+        protocol: Some(cfg.protocol),
         tokenizer: tokenizer.to_string(),
         templates_dir: cfg.templates_dir.clone(),
     }

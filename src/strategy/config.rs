@@ -29,13 +29,31 @@ impl UnloadedCalls {
     }
 }
 
-/// Limits on connector and MCP results, as the seed system applies them.
+/// How one kind of result is cut.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResultLimits {
+pub struct Cut {
     /// A result longer than this many characters is cut.
     pub max_chars: usize,
-    /// JSON arrays in a result keep at most this many items.
+    /// A top-level JSON array keeps at most this many items.
     pub max_items: usize,
+}
+
+impl Default for Cut {
+    fn default() -> Self {
+        Cut {
+            max_chars: 50_000,
+            max_items: 10,
+        }
+    }
+}
+
+/// Limits on tool results, as the seed system applies them: connector and MCP results
+/// are cut (each kind with its own settings there), and all results of one query share
+/// a budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultLimits {
+    pub connector: Cut,
+    pub mcp: Cut,
     /// Estimated tokens (characters / 4) of all tool results of one episode; past it,
     /// results are cut to what is left. 0 = no budget.
     pub budget_tokens: usize,
@@ -44,8 +62,8 @@ pub struct ResultLimits {
 impl Default for ResultLimits {
     fn default() -> Self {
         ResultLimits {
-            max_chars: 50_000,
-            max_items: 10,
+            connector: Cut::default(),
+            mcp: Cut::default(),
             budget_tokens: 40_000,
         }
     }
@@ -77,11 +95,13 @@ impl Default for ProtocolConfig {
 
 /// The seed system's environment variables that discbench honours, and the setting
 /// each one sets (a flag wins over the variable).
-pub const ENV_VARS: [&str; 6] = [
+pub const ENV_VARS: [&str; 8] = [
     "REACT_TOOL_SELECTION_THRESHOLD",
     "REACT_TOOL_SELECTION_MAX",
     "REACT_TOOL_RESULT_BUDGET",
     "SKILL_STUB_DESC_LENGTH",
+    "CONNECTOR_RESPONSE_MAX_CHARS",
+    "CONNECTOR_RESPONSE_MAX_ITEMS",
     "TOOL_OUTPUT_MAX_CHARS",
     "TOOL_OUTPUT_MAX_ITEMS",
 ];
@@ -136,17 +156,32 @@ impl ProtocolConfig {
             unloaded: flags.unloaded.unwrap_or(d.unloaded),
             // The seed system's row cap is a per-connection setting, not a variable.
             row_limit: flags.row_limit.unwrap_or(d.row_limit),
+            // A flag sets both kinds; each kind has its own variable, as in FIM One.
             results: ResultLimits {
-                max_chars: pick(
-                    flags.result_max_chars,
-                    "TOOL_OUTPUT_MAX_CHARS",
-                    d.results.max_chars,
-                )?,
-                max_items: pick(
-                    flags.result_max_items,
-                    "TOOL_OUTPUT_MAX_ITEMS",
-                    d.results.max_items,
-                )?,
+                connector: Cut {
+                    max_chars: pick(
+                        flags.result_max_chars,
+                        "CONNECTOR_RESPONSE_MAX_CHARS",
+                        d.results.connector.max_chars,
+                    )?,
+                    max_items: pick(
+                        flags.result_max_items,
+                        "CONNECTOR_RESPONSE_MAX_ITEMS",
+                        d.results.connector.max_items,
+                    )?,
+                },
+                mcp: Cut {
+                    max_chars: pick(
+                        flags.result_max_chars,
+                        "TOOL_OUTPUT_MAX_CHARS",
+                        d.results.mcp.max_chars,
+                    )?,
+                    max_items: pick(
+                        flags.result_max_items,
+                        "TOOL_OUTPUT_MAX_ITEMS",
+                        d.results.mcp.max_items,
+                    )?,
+                },
                 budget_tokens: pick(
                     flags.result_budget,
                     "REACT_TOOL_RESULT_BUDGET",
@@ -162,7 +197,8 @@ impl ProtocolConfig {
         if c.selection.max == 0 {
             return Err("the selection maximum must be at least 1".into());
         }
-        if c.row_limit == 0 || c.results.max_chars == 0 || c.results.max_items == 0 {
+        let cuts = [c.results.connector, c.results.mcp];
+        if c.row_limit == 0 || cuts.iter().any(|k| k.max_chars == 0 || k.max_items == 0) {
             return Err(
                 "--row-limit, --result-max-chars and --result-max-items must be at least 1".into(),
             );
@@ -189,16 +225,10 @@ impl ProtocolConfig {
         );
         check("--selection-max", given.selection_max, self.selection.max);
         check("--row-limit", given.row_limit, self.row_limit);
-        check(
-            "--result-max-chars",
-            given.result_max_chars,
-            self.results.max_chars,
-        );
-        check(
-            "--result-max-items",
-            given.result_max_items,
-            self.results.max_items,
-        );
+        for cut in [self.results.connector, self.results.mcp] {
+            check("--result-max-chars", given.result_max_chars, cut.max_chars);
+            check("--result-max-items", given.result_max_items, cut.max_items);
+        }
         check(
             "--result-budget",
             given.result_budget,
@@ -209,6 +239,7 @@ impl ProtocolConfig {
             given.skill_stub_chars,
             self.skill_stub_chars,
         );
+        out.dedup();
         if let Some(u) = given.unloaded.filter(|u| *u != self.unloaded) {
             out.push(format!(
                 "--unloaded-calls {u:?} (the run used {:?})",
@@ -240,6 +271,12 @@ mod tests {
         assert_eq!(c.selection.max, 8);
         assert_eq!(c.skill_stub_chars, 60);
         assert_eq!(c.row_limit, 1_000);
+        let env2 = |v: &str| (v == "CONNECTOR_RESPONSE_MAX_ITEMS").then(|| "3".to_string());
+        let c2 = ProtocolConfig::resolve(&ProtocolFlags::default(), env2).unwrap();
+        assert_eq!(
+            (c2.results.connector.max_items, c2.results.mcp.max_items),
+            (3, 10)
+        );
         assert_eq!(
             ProtocolConfig::resolve(&ProtocolFlags::default(), |_| None).unwrap(),
             ProtocolConfig::default()

@@ -11,7 +11,8 @@ use super::databases_progressive::or_name;
 use super::results::pretty;
 use super::templates::TemplateError;
 use super::{
-    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
+    arg_str, execute, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State,
+    Strategy, Templates,
 };
 use crate::catalog::{safe_name, Address, Catalog, Connector, Kind};
 use crate::scenario::ExpectedCall;
@@ -53,7 +54,7 @@ impl ConnectorsProgressive {
                         "description": "discover: a connector's actions; execute: call one of them."},
                     "connector": {"type": "string", "description": "Name of the connector.", "enum": sorted},
                     "action": {"type": "string", "description": "Action to call (execute only)."},
-                    "parameters": {"type": "object", "description": "Action parameters as JSON (execute only)."}
+                    "parameters": {"type": "object", "description": "Arguments object for the action (execute only)."}
                 },
                 "required": ["subcommand", "connector"]
             }),
@@ -142,6 +143,10 @@ impl Strategy for ConnectorsProgressive {
             );
         };
         match sub {
+            "discover" if conn.actions.is_empty() => Resolution::fetched(
+                format!("Connector '{name}' has no actions set up."),
+                Vec::new(),
+            ),
             "discover" => {
                 let content = discover_text(conn, name);
                 let addrs = conn
@@ -166,10 +171,7 @@ impl Strategy for ConnectorsProgressive {
                         ),
                     );
                 };
-                let params = match args.get("parameters") {
-                    None | Some(Value::Null) => json!({}),
-                    Some(p) => p.clone(),
-                };
+                let params = parameters_arg(args);
                 execute(
                     Address::Connector(conn.name.clone(), found.name.clone()),
                     &params,

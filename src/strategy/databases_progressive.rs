@@ -221,6 +221,10 @@ impl Strategy for DatabasesProgressive {
         };
         match sub {
             "list_tables" => Resolution::fetched(list_tables(db), Vec::new()),
+            "discover" if db.tables.is_empty() => Resolution::fetched(
+                format!("Database '{name}' has no visible tables."),
+                Vec::new(),
+            ),
             "discover" => {
                 let table = args
                     .get("table")

@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 use super::results::pretty;
 use super::templates::TemplateError;
 use super::{
-    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
+    arg_str, execute, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State,
+    Strategy, Templates,
 };
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
@@ -46,7 +47,7 @@ impl McpProgressive {
                         "description": "discover: a server's tools; call: run one of them."},
                     "server": {"type": "string", "description": "Name of the MCP server.", "enum": names},
                     "tool": {"type": "string", "description": "Tool to call (call only)."},
-                    "parameters": {"type": "object", "description": "Tool parameters as JSON (call only)."}
+                    "parameters": {"type": "object", "description": "Arguments object for the tool (call only)."}
                 },
                 "required": ["subcommand", "server"]
             }),
@@ -121,6 +122,9 @@ impl Strategy for McpProgressive {
             );
         };
         match sub {
+            "discover" if server.tools.is_empty() => {
+                Resolution::fetched(format!("Server '{name}' offers no tools."), Vec::new())
+            }
             "discover" => {
                 let content = discover_text(server);
                 let addrs = server
@@ -144,10 +148,7 @@ impl Strategy for McpProgressive {
                         ),
                     );
                 }
-                let a = match args.get("parameters") {
-                    None | Some(Value::Null) => json!({}),
-                    Some(p) => p.clone(),
-                };
+                let a = parameters_arg(args);
                 execute(
                     Address::Mcp(name.to_string(), t.to_string()),
                     &a,

@@ -33,7 +33,7 @@ use crate::catalog::{Address, Catalog, Kind};
 use crate::environment::{fixture_response, Databases, QueryError, QueryResult};
 use crate::scenario::ExpectedCall;
 use crate::wire::{Context, Message, ToolCall, ToolDef};
-pub use config::{ProtocolConfig, ResultLimits, UnloadedCalls};
+pub use config::{Cut, ProtocolConfig, ResultLimits, UnloadedCalls};
 pub use mode::{Disclosure, Mode};
 pub use selection::{Level, SelectionConfig};
 pub use templates::{TemplateError, Templates};
@@ -53,8 +53,13 @@ pub struct State {
     pub shown: HashSet<Address>,
     /// Skills whose full text is in the context.
     pub loaded_skills: BTreeSet<String>,
-    /// Tool names loaded by the selection step and `request_tools`; `None` = all.
-    pub active: Option<BTreeSet<String>>,
+    /// Tool names loaded, in the order the model is sent them: those the selection
+    /// step kept (catalog order, then the pinned ones), then those `request_tools`
+    /// loaded (in the order asked for); `None` = all.
+    pub active: Option<Vec<String>>,
+    /// How many of `active` the selection step loaded: `request_tools` comes after
+    /// them, and the tools it loads after it.
+    pub selected: usize,
     /// Addresses fetched through meta-tools, in order, for the overfetch counter.
     pub fetched: Vec<Address>,
     /// Addresses executed so far, in order.
@@ -232,9 +237,22 @@ impl Composite {
             "system.j2",
             json!({"instructions": instructions, "sections": sections}),
         )?;
+        // The tool list in FIM One's registry order: built-ins, the connector section
+        // (API connectors, then databases), `read_skill`, then MCP. Its order decides
+        // the keyword shortcut's ties, the selection catalog and `request_tools`' list.
+        let rank = |p: &dyn Strategy| match p.kind() {
+            None => 0,
+            Some(Kind::Connectors) => 1,
+            Some(Kind::Databases) => 2,
+            Some(Kind::Skills) => 3,
+            Some(Kind::Mcp) => 4,
+        };
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&i| rank(parts[i].as_ref()));
         let mut tools = Vec::new();
         let mut owner = HashMap::new();
-        for (i, p) in parts.iter().enumerate() {
+        for i in order {
+            let p = &parts[i];
             for tool in &p.render().tools {
                 owner.insert(tool.name.clone(), i);
                 tools.push(tool.clone());
@@ -287,7 +305,11 @@ impl Composite {
 
     /// Whether a call of `tool` finds it loaded (always, when nothing was filtered).
     pub fn is_loaded(&self, state: &State, tool: &str) -> bool {
-        state.active.as_ref().is_none_or(|a| a.contains(tool)) || tool == selection::REQUEST_TOOLS
+        state
+            .active
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|n| n == tool))
+            || tool == selection::REQUEST_TOOLS
     }
 
     /// A fresh episode: what is shown before the model does anything.
@@ -310,17 +332,15 @@ impl Composite {
         match &state.active {
             None => self.tools.clone(),
             Some(active) => {
-                let mut v: Vec<ToolDef> = self
-                    .tools
-                    .iter()
-                    .filter(|t| active.contains(&t.name))
-                    .cloned()
-                    .collect();
+                let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
+                let split = state.selected.min(active.len());
+                let mut v: Vec<ToolDef> = active[..split].iter().filter_map(def).collect();
                 // `check_templates` rendered this template before the run; a failure
                 // here cannot come from the template, so the tool is simply left out.
                 if let Ok(rt) = selection::request_tools_def(&self.tools, active, &self.templates) {
                     v.push(rt);
                 }
+                v.extend(active[split..].iter().filter_map(def));
                 v.into()
             }
         }
@@ -333,10 +353,11 @@ impl Composite {
             return Ok(());
         }
         let cx = self.selection_context("a query", Level::Forced)?;
+        self.selection_context("a query", Level::Json)?;
         self.selection_context("a query", Level::Text)?;
         self.selection_retry(&cx, "an answer")?;
-        selection::request_tools_def(&self.tools, &Default::default(), &self.templates)?;
-        let all: BTreeSet<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+        selection::request_tools_def(&self.tools, &[], &self.templates)?;
+        let all: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
         selection::request_tools_def(&self.tools, &all, &self.templates)?;
         Ok(())
     }
@@ -347,6 +368,7 @@ impl Composite {
             system: self.system.clone(),
             tools: self.visible_tools(state),
             tool_choice: None,
+            json_mode: false,
             messages: messages.to_vec(),
         }
     }
@@ -381,14 +403,9 @@ impl Composite {
         state: &mut State,
         picked: Option<&[String]>,
     ) -> Option<Vec<String>> {
-        let set = selection::loaded_for(picked?, &self.tools, self.config.selection.max)?;
-        let loaded: Vec<String> = self
-            .tools
-            .iter()
-            .filter(|t| set.contains(&t.name))
-            .map(|t| t.name.clone())
-            .collect();
-        state.active = Some(set);
+        let loaded = selection::loaded_for(picked?, &self.tools, self.config.selection.max)?;
+        state.selected = loaded.len();
+        state.active = Some(loaded.clone());
         self.mark_active_shown(state);
         Some(loaded)
     }
@@ -591,9 +608,8 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
     } else {
         let answer = fixture_response(env.catalog, &address, args).to_string();
         let answer = match address {
-            Address::Connector(..) | Address::Mcp(..) => {
-                results::truncate(&answer, &env.config.results)
-            }
+            Address::Connector(..) => results::truncate(&answer, &env.config.results.connector),
+            Address::Mcp(..) => results::truncate(&answer, &env.config.results.mcp),
             _ => answer,
         };
         (answer, None)
@@ -650,6 +666,19 @@ pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
 pub(crate) fn valid(what: &str, names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     let v: Vec<String> = names.into_iter().map(|s| s.as_ref().to_string()).collect();
     format!("valid {what}: {}", v.join(", "))
+}
+
+/// A meta-tool's `parameters` argument as FIM One reads it (`parameters or {}`): any
+/// value Python counts as false — missing, `null`, `false`, `0`, `""`, `[]`, `{}` —
+/// is no parameters.
+pub(crate) fn parameters_arg(args: &Value) -> Value {
+    match args.get("parameters") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => json!({}),
+        Some(Value::Number(n)) if n.as_f64() == Some(0.0) => json!({}),
+        Some(Value::String(s)) if s.is_empty() => json!({}),
+        Some(Value::Array(a)) if a.is_empty() => json!({}),
+        Some(v) => v.clone(),
+    }
 }
 
 /// A string argument, or a protocol error naming it.

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::config::ResultLimits;
+use super::config::Cut;
 
 /// `v` as `json.dumps(v, indent=2, ensure_ascii=False)` writes it: two-space indents,
 /// `": "` between key and value, every element on its own line, keys in their order.
@@ -49,7 +49,7 @@ fn prefix(s: &str, chars: usize) -> &str {
 /// than `max_items` keeps its first items (re-indented) with a note of how many there
 /// were; any other result longer than `max_chars` characters is cut there with a note
 /// of its length (and of the keys it holds, when it is JSON). Other results pass.
-pub fn truncate(content: &str, limits: &ResultLimits) -> String {
+pub fn truncate(content: &str, limits: &Cut) -> String {
     let len = content.chars().count();
     let parsed: Option<Value> = serde_json::from_str(content).ok();
     if let Some(Value::Array(items)) = &parsed {
@@ -107,7 +107,7 @@ impl Budget {
         let mut est = content.chars().count() / 4;
         let mut out = content;
         if self.used + est > self.budget {
-            let keep = self.budget.saturating_sub(self.used) * 4;
+            let keep = self.budget.saturating_sub(self.used).saturating_mul(4);
             out = format!(
                 "{}\n\n[Cut: the tool results of this request are over their budget ({}/{} tokens used)]",
                 prefix(&out, keep),
@@ -126,11 +126,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn limits(max_chars: usize, max_items: usize) -> ResultLimits {
-        ResultLimits {
+    fn limits(max_chars: usize, max_items: usize) -> Cut {
+        Cut {
             max_chars,
             max_items,
-            budget_tokens: 0,
         }
     }
 

@@ -6,8 +6,10 @@
 //! the runner-up) is kept directly. Otherwise the model is asked, with a short system
 //! message and a user message carrying the query and a compact catalog (one line per
 //! tool, description flattened and cut to 80 characters), to answer
-//! `{"tools": [...]}` — by a forced call of a `select_tools` function, else as plain
-//! text (retried once with a request to answer JSON only). The answer is capped to
+//! `{"tools": [...]}` — by a forced call of a `select_tools` function, else in JSON
+//! mode when the model has one, else as plain text (each text level retried once with
+//! a request to answer JSON only). A level whose request is rejected (a 4xx, an
+//! answer that cannot be decoded) gives way to the next. The answer is capped to
 //! `max` names before unknown names are dropped; `read_skill` and `web_search` stay
 //! loaded whatever was picked; an empty or unusable answer keeps every tool.
 //!
@@ -15,7 +17,7 @@
 //! description lists each tool not loaded with the first 80 characters of its
 //! description (no ellipsis), and it stays offered once everything is loaded.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
@@ -151,6 +153,8 @@ pub fn select_tools_def(t: &Templates) -> Result<ToolDef, TemplateError> {
 pub enum Level {
     /// A forced call of [`SELECT_TOOLS`].
     Forced,
+    /// A JSON object asked for in JSON mode (models that have one), no tools.
+    Json,
     /// Plain text, no tools.
     Text,
 }
@@ -173,12 +177,13 @@ pub fn context(
             vec![select_tools_def(t)?].into(),
             Some(SELECT_TOOLS.to_string()),
         ),
-        Level::Text => (Default::default(), None),
+        Level::Json | Level::Text => (Default::default(), None),
     };
     Ok(Context {
         system,
         tools,
         tool_choice,
+        json_mode: level == Level::Json,
         messages: vec![Message::User { content: user }],
     })
 }
@@ -196,21 +201,65 @@ pub fn retry_context(cx: &Context, answer: &str, t: &Templates) -> Result<Contex
     Ok(cx)
 }
 
-/// The JSON object an answer carries: the arguments of its first call, else the first
-/// `{`…last `}` of its text. `None` when there is none (the next level is tried).
+/// The JSON object an answer carries: the arguments of its first call, else the one in
+/// its text (see [`object_in`]). `None` when there is none (the next level is tried).
 pub fn answer_object(r: &Response) -> Option<serde_json::Map<String, Value>> {
     if let Some(c) = r.calls.first() {
         if let Ok(Value::Object(o)) = serde_json::from_str(&c.arguments) {
             return Some(o);
         }
     }
-    let text = r.text.as_deref()?;
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    match serde_json::from_str(text.get(start..=end)?) {
-        Ok(Value::Object(o)) => Some(o),
+    object_in(r.text.as_deref()?)
+}
+
+/// The JSON object in a model's text, found as FIM One looks for it: the whole text;
+/// else a fenced block (to the last fence, then to the first); else the first `{…}`
+/// balanced outside strings that parses, trying each `{` in turn. A JSON value that
+/// is found but is not an object (a bare list) is no object.
+pub fn object_in(text: &str) -> Option<serde_json::Map<String, Value>> {
+    let object = |v: Value| match v {
+        Value::Object(o) => Some(o),
         _ => None,
+    };
+    let t = text.trim();
+    if let Ok(v) = serde_json::from_str::<Value>(t) {
+        return object(v);
     }
+    if let Some(open) = t.find("```") {
+        let body = &t[open + 3..];
+        let body = body.strip_prefix("json").unwrap_or(body);
+        for close in [body.rfind("```"), body.find("```")].into_iter().flatten() {
+            if let Ok(v) = serde_json::from_str::<Value>(body[..close].trim()) {
+                return object(v);
+            }
+        }
+    }
+    let bytes = t.as_bytes();
+    let mut start = t.find('{');
+    while let Some(s) = start {
+        let (mut depth, mut in_string, mut i) = (0usize, false, s);
+        while i < bytes.len() {
+            match (in_string, bytes[i]) {
+                (true, b'\\') => i += 1,
+                (true, b'"') => in_string = false,
+                (false, b'"') => in_string = true,
+                (false, b'{') => depth += 1,
+                (false, b'}') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        if let Ok(Value::Object(o)) = serde_json::from_str(&t[s..=i]) {
+                            return Some(o);
+                        }
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+        start = t[s + 1..].find('{').map(|x| x + s + 1);
+    }
+    None
 }
 
 /// The names an answer object picks, as given: `tools` when it is a list (non-string
@@ -228,30 +277,32 @@ pub fn names_in(o: &serde_json::Map<String, Value>) -> Vec<String> {
     }
 }
 
-/// The loaded set for picked names: the first `max` names, known ones only, plus the
-/// pinned tools. `None` (every tool stays loaded) when no known name is left.
-pub fn loaded_for(picked: &[String], tools: &[ToolDef], max: usize) -> Option<BTreeSet<String>> {
-    let mut set: BTreeSet<String> = picked
+/// The tools loaded for picked names: of the first `max` names, the known ones in
+/// catalog order, then the pinned tools that exist and were not picked (FIM One
+/// appends them after the selection). `None` (every tool stays loaded) when no known
+/// name is left.
+pub fn loaded_for(picked: &[String], tools: &[ToolDef], max: usize) -> Option<Vec<String>> {
+    let first: Vec<&String> = picked.iter().take(max).collect();
+    let mut loaded: Vec<String> = tools
         .iter()
-        .take(max)
-        .filter(|n| tools.iter().any(|t| &t.name == *n))
-        .cloned()
+        .filter(|t| first.contains(&&t.name))
+        .map(|t| t.name.clone())
         .collect();
-    if set.is_empty() {
+    if loaded.is_empty() {
         return None;
     }
     for p in PINNED {
-        if tools.iter().any(|t| t.name == p) {
-            set.insert(p.to_string());
+        if tools.iter().any(|t| t.name == p) && !loaded.iter().any(|n| n == p) {
+            loaded.push(p.to_string());
         }
     }
-    Some(set)
+    Some(loaded)
 }
 
 /// The `request_tools` definition, listing the tools not loaded.
 pub fn request_tools_def(
     tools: &[ToolDef],
-    active: &BTreeSet<String>,
+    active: &[String],
     t: &Templates,
 ) -> Result<ToolDef, TemplateError> {
     let list: Vec<Value> = tools
@@ -273,7 +324,7 @@ pub fn request_tools_def(
             "properties": {"tool_names": {
                 "type": "array",
                 "items": {"type": "string"},
-                "description": "The names of the tools to load."
+                "description": "Which tools to add, by name."
             }},
             "required": ["tool_names"]
         }),
@@ -290,7 +341,7 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
             "`request_tools` needs `tool_names`, a list of tool names",
         );
     };
-    let active = state.active.get_or_insert_with(BTreeSet::new);
+    let active = state.active.get_or_insert_with(Vec::new);
     let (mut loaded, mut already, mut unknown) = (Vec::new(), Vec::new(), Vec::new());
     for n in names {
         let n = match n {
@@ -300,7 +351,7 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
         if n == REQUEST_TOOLS || active.contains(&n) {
             already.push(n);
         } else if tools.iter().any(|t| t.name == n) {
-            active.insert(n.clone());
+            active.push(n.clone());
             loaded.push(n);
         } else {
             unknown.push(n);
@@ -310,7 +361,7 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
     for (label, list) in [
         ("Loaded", &loaded),
         ("Already loaded", &already),
-        ("Unknown", &unknown),
+        ("Not found", &unknown),
     ] {
         if !list.is_empty() {
             parts.push(format!("{label}: {}", list.join(", ")));
@@ -389,10 +440,16 @@ mod tests {
             tool("web_search", ""),
         ];
         let picked: Vec<String> = ["zz", "a", "b"].map(String::from).to_vec();
-        let set = loaded_for(&picked, &tools, 2).unwrap();
+        // Pinned tools come after the selected ones.
         assert_eq!(
-            set.into_iter().collect::<Vec<_>>(),
+            loaded_for(&picked, &tools, 2).unwrap(),
             ["a", "read_skill", "web_search"]
+        );
+        let picked: Vec<String> = ["web_search", "b", "a"].map(String::from).to_vec();
+        assert_eq!(
+            loaded_for(&picked, &tools, 6).unwrap(),
+            ["a", "b", "web_search", "read_skill"],
+            "catalog order, then the pins not picked"
         );
         assert_eq!(loaded_for(&[], &tools, 6), None);
         assert_eq!(loaded_for(&["zz".into()], &tools, 6), None);
@@ -409,6 +466,14 @@ mod tests {
         let r = Response::say("Sure: {\"tools\": [\"b\"]} done");
         assert_eq!(names_in(&answer_object(&r).unwrap()), ["b"]);
         assert!(answer_object(&Response::say("[\"b\"]")).is_none());
+        // Two objects in prose: the first balanced one that parses, as FIM One reads it.
+        let two = "Either {\"tools\": [\"a\"]} or {\"tools\": [\"b\"]}";
+        assert_eq!(names_in(&object_in(two).unwrap()), ["a"]);
+        // Braces inside strings do not count; a broken candidate is skipped.
+        let tricky = "{oops} then {\"tools\": [\"a}\"]}";
+        assert_eq!(names_in(&object_in(tricky).unwrap()), ["a}"]);
+        let fenced = "Here:\n```json\n{\"tools\": [\"c\"]}\n```";
+        assert_eq!(names_in(&object_in(fenced).unwrap()), ["c"]);
         assert!(names_in(&answer_object(&Response::say("{\"tools\": \"b\"}")).unwrap()).is_empty());
     }
 
@@ -416,13 +481,13 @@ mod tests {
     fn request_tools_succeeds_in_part() {
         let tools = [tool("a", ""), tool("b", "")];
         let mut st = State {
-            active: Some(["a".to_string()].into()),
+            active: Some(vec!["a".to_string()]),
             ..State::default()
         };
         let r = resolve(&tools, &json!({"tool_names": ["a", "b", "c"]}), &mut st);
-        assert_eq!(r.content, "Loaded: b. Already loaded: a. Unknown: c");
+        assert_eq!(r.content, "Loaded: b. Already loaded: a. Not found: c");
         assert!(matches!(r.effect, super::super::Effect::Fetched { .. }));
-        assert!(st.active.as_ref().unwrap().contains("b"));
+        assert_eq!(st.active.as_ref().unwrap(), &["a", "b"]);
         let r = resolve(&tools, &json!({"tool_names": ["c"]}), &mut st);
         assert!(matches!(
             r.effect,
@@ -436,7 +501,7 @@ mod tests {
     fn request_tools_lists_80_characters_without_ellipsis() {
         let t = Templates::builtin();
         let tools = [tool("a", &"y".repeat(120)), tool("b", "short")];
-        let def = request_tools_def(&tools, &["b".to_string()].into(), &t).unwrap();
+        let def = request_tools_def(&tools, &["b".to_string()], &t).unwrap();
         assert!(
             def.description
                 .contains(&format!("- a: {}\n", "y".repeat(80)))
@@ -450,7 +515,7 @@ mod tests {
             .get("enum")
             .is_none());
         // Everything loaded: still offered, saying so.
-        let all = request_tools_def(&tools, &["a".into(), "b".into()].into(), &t).unwrap();
+        let all = request_tools_def(&tools, &["a".into(), "b".into()], &t).unwrap();
         assert!(!all.description.contains("- "), "{}", all.description);
     }
 }

@@ -47,7 +47,7 @@ impl SkillsProgressive {
             description: t.render("read_skill.j2", json!({}))?,
             parameters: json!({
                 "type": "object",
-                "properties": {"name": {"type": "string", "description": "The name of the skill to load."}},
+                "properties": {"name": {"type": "string", "description": "Which skill, by its name."}},
                 "required": ["name"]
             }),
         };
