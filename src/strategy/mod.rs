@@ -173,7 +173,18 @@ pub struct Composite {
     owner: HashMap<String, usize>,
     config: ProtocolConfig,
     templates: Arc<Templates>,
+    /// Each tool's words, for the selection step's keyword shortcut.
+    tool_words: Vec<HashSet<String>>,
+    /// The selection request's catalog of every tool.
+    catalog_text: String,
+    /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
+    /// an episode, and episodes that loaded the same tools, share one rendering.
+    request_tools: std::sync::Mutex<HashMap<Vec<String>, ToolDef>>,
 }
+
+/// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
+/// renderings are simply made again).
+const REQUEST_TOOLS_CACHE: usize = 4_096;
 
 impl Composite {
     pub fn new(
@@ -258,6 +269,8 @@ impl Composite {
                 tools.push(tool.clone());
             }
         }
+        let tool_words = selection::tool_keywords(&tools);
+        let catalog_text = selection::compact_catalog(&tools);
         Ok(Composite {
             mode,
             catalog: catalog.clone(),
@@ -267,6 +280,9 @@ impl Composite {
             owner,
             config,
             templates: templates.clone(),
+            tool_words,
+            catalog_text,
+            request_tools: Default::default(),
         })
     }
 
@@ -335,15 +351,30 @@ impl Composite {
                 let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
                 let split = state.selected.min(active.len());
                 let mut v: Vec<ToolDef> = active[..split].iter().filter_map(def).collect();
-                // `check_templates` rendered this template before the run; a failure
-                // here cannot come from the template, so the tool is simply left out.
-                if let Ok(rt) = selection::request_tools_def(&self.tools, active, &self.templates) {
+                if let Some(rt) = self.request_tools_for(active) {
                     v.push(rt);
                 }
                 v.extend(active[split..].iter().filter_map(def));
                 v.into()
             }
         }
+    }
+
+    /// `request_tools` for a loaded set, rendered once per set. `check_templates`
+    /// rendered its template before the run, so a failure here cannot come from the
+    /// template: the tool is then simply left out.
+    fn request_tools_for(&self, active: &[String]) -> Option<ToolDef> {
+        let mut key = active.to_vec();
+        key.sort();
+        let mut cache = self.request_tools.lock().expect("request_tools cache");
+        if let Some(def) = cache.get(&key) {
+            return Some(def.clone());
+        }
+        let def = selection::request_tools_def(&self.tools, active, &self.templates).ok()?;
+        if cache.len() < REQUEST_TOOLS_CACHE {
+            cache.insert(key, def.clone());
+        }
+        Some(def)
     }
 
     /// Renders the templates used only while a run goes on (the selection request and
@@ -376,13 +407,18 @@ impl Composite {
     /// The keyword shortcut of the selection step: the tools to keep with no model
     /// call, or `None` to ask the model.
     pub fn selection_shortcut(&self, query: &str) -> Option<Vec<String>> {
-        selection::keyword_shortcut(&self.tools, query, self.config.selection.max)
+        selection::keyword_shortcut(
+            &self.tools,
+            &self.tool_words,
+            query,
+            self.config.selection.max,
+        )
     }
 
     /// The selection step's request at one level: the query and a compact catalog.
     pub fn selection_context(&self, query: &str, level: Level) -> Result<Context, TemplateError> {
         selection::context(
-            &self.tools,
+            &self.catalog_text,
             query,
             self.config.selection,
             level,

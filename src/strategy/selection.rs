@@ -68,29 +68,49 @@ const STOP_WORDS: [&str; 113] = [
     "used", "get", "set", "make",
 ];
 
+static STOP_SET: std::sync::LazyLock<HashSet<&'static str>> =
+    std::sync::LazyLock::new(|| STOP_WORDS.into_iter().collect());
+
 /// Lower-cased ASCII letter-and-digit runs longer than one character, stop words out.
 fn keywords(text: &str) -> HashSet<String> {
     text.to_lowercase()
         .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
-        .filter(|w| w.len() > 1 && !STOP_WORDS.contains(w))
+        .filter(|w| w.len() > 1 && !STOP_SET.contains(w))
         .map(str::to_string)
+        .collect()
+}
+
+/// Each tool's keywords (name and description), in tool order: what the shortcut
+/// matches queries against, made once per scenario × mode.
+pub fn tool_keywords(tools: &[ToolDef]) -> Vec<HashSet<String>> {
+    tools
+        .iter()
+        .map(|t| {
+            let mut words = keywords(&t.name);
+            words.extend(keywords(&t.description));
+            words
+        })
         .collect()
 }
 
 /// The keyword shortcut: the tools sharing the top overlap score with the query, at
 /// most `max`, when that score is at least 2 and more than twice the runner-up's;
-/// `None` (ask the model) otherwise.
-pub fn keyword_shortcut(tools: &[ToolDef], query: &str, max: usize) -> Option<Vec<String>> {
+/// `None` (ask the model) otherwise. `words` is [`tool_keywords`] of `tools`.
+pub fn keyword_shortcut(
+    tools: &[ToolDef],
+    words: &[HashSet<String>],
+    query: &str,
+    max: usize,
+) -> Option<Vec<String>> {
     let q = keywords(query);
     if q.is_empty() {
         return None;
     }
     let mut scores: Vec<(&str, usize)> = tools
         .iter()
-        .filter_map(|t| {
-            let mut words = keywords(&t.name);
-            words.extend(keywords(&t.description));
-            let overlap = q.intersection(&words).count();
+        .zip(words)
+        .filter_map(|(t, words)| {
+            let overlap = q.iter().filter(|w| words.contains(*w)).count();
             (overlap > 0).then_some((t.name.as_str(), overlap))
         })
         .collect();
@@ -159,9 +179,9 @@ pub enum Level {
     Text,
 }
 
-/// The selection request at one level.
+/// The selection request at one level; `catalog` is [`compact_catalog`] of the tools.
 pub fn context(
-    tools: &[ToolDef],
+    catalog: &str,
     query: &str,
     cfg: SelectionConfig,
     level: Level,
@@ -170,7 +190,7 @@ pub fn context(
     let system = t.render("selection_system.j2", ())?;
     let user = t.render(
         "selection.j2",
-        json!({"query": query, "catalog": compact_catalog(tools), "max": cfg.max}),
+        json!({"query": query, "catalog": catalog, "max": cfg.max}),
     )?;
     let (tools, tool_choice) = match level {
         Level::Forced => (
@@ -404,19 +424,30 @@ mod tests {
         ];
         // "slack", "post", "message", "channel" against the Slack tool: 4 vs 0.
         assert_eq!(
-            keyword_shortcut(&tools, "Post a message in the Slack channel", 6),
+            keyword_shortcut(
+                &tools,
+                &tool_keywords(&tools),
+                "Post a message in the Slack channel",
+                6
+            ),
             Some(vec!["slack__post_message".to_string()])
         );
         // One shared word is not enough.
-        assert_eq!(keyword_shortcut(&tools, "Open jira", 6), None);
+        assert_eq!(
+            keyword_shortcut(&tools, &tool_keywords(&tools), "Open jira", 6),
+            None
+        );
         // 2 vs 1: not more than twice the runner-up.
         assert_eq!(
-            keyword_shortcut(&tools, "jira issue message", 6),
+            keyword_shortcut(&tools, &tool_keywords(&tools), "jira issue message", 6),
             None,
             "2 (jira, issue) against 1 (message) is not a clear winner"
         );
         // Stop words and one-letter words do not count.
-        assert_eq!(keyword_shortcut(&tools, "the a of and get", 6), None);
+        assert_eq!(
+            keyword_shortcut(&tools, &tool_keywords(&tools), "the a of and get", 6),
+            None
+        );
     }
 
     #[test]
