@@ -119,12 +119,12 @@ pub struct Common {
     /// Rows a database query returns at most [default: 1000]
     #[arg(long)]
     pub row_limit: Option<usize>,
-    /// Connector and MCP results are cut to this many characters
-    /// [default: $TOOL_OUTPUT_MAX_CHARS or 50000]
+    /// Connector and MCP results are cut to this many characters [default: 50000, or
+    /// $CONNECTOR_RESPONSE_MAX_CHARS for connectors and $TOOL_OUTPUT_MAX_CHARS for MCP]
     #[arg(long)]
     pub result_max_chars: Option<usize>,
-    /// JSON arrays in connector and MCP results keep this many items
-    /// [default: $TOOL_OUTPUT_MAX_ITEMS or 10]
+    /// Top-level JSON arrays in connector and MCP results keep this many items
+    /// [default: 10, or $CONNECTOR_RESPONSE_MAX_ITEMS / $TOOL_OUTPUT_MAX_ITEMS]
     #[arg(long)]
     pub result_max_items: Option<usize>,
     /// Estimated tokens (characters / 4) of all tool results of one query; 0 = no
