@@ -155,7 +155,7 @@ fn formats_cost_what_fim_ones_cost() {
             &format!("tiny {name} definition"),
             counter.tool(t),
             fim,
-            5.0,
+            6.0,
         );
     }
     let dir = tempfile::tempdir().unwrap();
