@@ -110,35 +110,16 @@ fn formats_cost_what_fim_ones_cost() {
     // Fetched content of the progressive meta-tools.
     let prog = composite(&sc, "progressive", ProtocolConfig::default());
     let mut st = prog.new_state();
-    for (db, fim) in [("hr_postgres", 1_575), ("analytics_db", 4_832)] {
-        let r = call(
-            &prog,
-            &mut st,
-            &dbs,
-            "database",
-            json!({"subcommand": "discover", "database": db}),
-        );
-        near(
-            &format!("database discover {db}"),
-            counter.count(&r.content),
-            fim,
-            0.0,
-        );
-    }
-    for (conn, fim) in [("salesforce", 3_940), ("jira", 2_902)] {
-        let r = call(
-            &prog,
-            &mut st,
-            &dbs,
-            "connector",
-            json!({"subcommand": "discover", "connector": conn}),
-        );
-        near(
-            &format!("connector discover {conn}"),
-            counter.count(&r.content),
-            fim,
-            0.0,
-        );
+    for (tool, key, name, fim) in [
+        ("database", "database", "hr_postgres", 1_575),
+        ("database", "database", "analytics_db", 4_832),
+        ("connector", "connector", "salesforce", 3_940),
+        ("connector", "connector", "jira", 2_902),
+    ] {
+        let args = json!({"subcommand": "discover", key: name});
+        let r = call(&prog, &mut st, &dbs, tool, args);
+        let what = format!("{tool} discover {name}");
+        near(&what, counter.count(&r.content), fim, 0.0);
     }
     // The meta-tools of tiny.yaml: discbench's wording, about FIM One's length (within
     // 6%: -4.0%, +4.5%, +0.4%, +5.1% when measured).
