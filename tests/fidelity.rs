@@ -712,21 +712,13 @@ fn fetched_content_in_fim_ones_formats() {
     let dbs = Databases::build(&sc.catalog).unwrap();
     let comp = composite(&sc, "progressive", ProtocolConfig::default());
     let mut st = comp.new_state();
-    let r = call(
-        &comp,
-        &mut st,
-        &dbs,
-        "mcp",
-        json!({"subcommand": "discover", "server": "github"}),
-    );
+    let mut ask = |tool: &str, args: Value| call(&comp, &mut st, &dbs, tool, args);
+    let r = ask("mcp", json!({"subcommand": "discover", "server": "github"}));
     assert!(r.content.starts_with(
         "Server: github\nDescription: github\nTools (1):\n\n  create_issue:\n    description: Open an issue in a repository.\n    parameters: {\n  \"type\": \"object\",\n"
     ), "{}", r.content);
     assert!(r.content.ends_with("}\n"));
-    let r = call(
-        &comp,
-        &mut st,
-        &dbs,
+    let r = ask(
         "database",
         json!({"subcommand": "list_tables", "database": "hr"}),
     );
@@ -734,10 +726,7 @@ fn fetched_content_in_fim_ones_formats() {
         r.content,
         "[\n  {\n    \"table_name\": \"people\",\n    \"description\": \"Employees.\",\n    \"column_count\": 2\n  }\n]"
     );
-    let r = call(
-        &comp,
-        &mut st,
-        &dbs,
+    let r = ask(
         "database",
         json!({"subcommand": "discover", "database": "hr"}),
     );
@@ -745,10 +734,7 @@ fn fetched_content_in_fim_ones_formats() {
         r.content,
         "Database: hr\nTables (1):\n\n  people -- Employees.\n    Columns:\n      id INTEGER PK NOT NULL\n      name TEXT /* Full name. */\n"
     );
-    let r = call(
-        &comp,
-        &mut st,
-        &dbs,
+    let r = ask(
         "database",
         json!({"subcommand": "query", "database": "hr", "sql": "SELECT name FROM people"}),
     );

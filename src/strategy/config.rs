@@ -290,6 +290,36 @@ mod tests {
         })
         .unwrap_err();
         assert!(e.contains("REACT_TOOL_SELECTION_MAX=six"), "{e}");
+        // Values that cannot work are refused, saying what would.
+        for (flags, says) in [
+            (
+                ProtocolFlags {
+                    selection_max: Some(0),
+                    ..ProtocolFlags::default()
+                },
+                "at least 1",
+            ),
+            (
+                ProtocolFlags {
+                    row_limit: Some(0),
+                    ..ProtocolFlags::default()
+                },
+                "--row-limit",
+            ),
+            (
+                ProtocolFlags {
+                    skill_stub_chars: Some(3),
+                    ..ProtocolFlags::default()
+                },
+                "at least 4",
+            ),
+        ] {
+            let e = ProtocolConfig::resolve(&flags, |_| None).unwrap_err();
+            assert!(e.contains(says), "{e}");
+        }
+        assert!(UnloadedCalls::parse("maybe")
+            .unwrap_err()
+            .contains("run or refuse"));
     }
 
     #[test]
