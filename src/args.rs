@@ -5,9 +5,18 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::scenario::expect::Compare;
+/// How a string argument is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compare {
+    /// Character for character.
+    Exact,
+    /// BFCL's standardisation: case, spaces and `,./-_*^` ignored.
+    Standard,
+}
 
 /// Parameter names whose values are compared character for character by default:
 /// paths, globs, URLs. BFCL's standardisation would make `**/*.toml` equal `*.toml`.

@@ -13,6 +13,15 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Names of the meta-tools; no catalog tool may take one of them in any mode.
+pub const RESERVED_TOOL_NAMES: [&str; 5] = [
+    "read_skill",
+    "connector",
+    "database",
+    "mcp",
+    "request_tools",
+];
+
 /// A loaded, validated catalog.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Catalog {
@@ -354,7 +363,7 @@ impl Catalog {
                 ));
             }
         }
-        let mut taken: std::collections::HashSet<String> = crate::scenario::RESERVED_TOOL_NAMES
+        let mut taken: std::collections::HashSet<String> = RESERVED_TOOL_NAMES
             .iter()
             .map(|s| s.to_string())
             .chain(self.builtins.iter().map(|b| b.name.clone()))
@@ -422,7 +431,7 @@ fn unique(
     taken: &mut std::collections::HashSet<String>,
 ) -> String {
     let name = if taken.contains(&name) {
-        let suffix = format!("_{}", &crate::record::content_hash(id.as_bytes())[..8]);
+        let suffix = format!("_{}", &crate::hash::content_hash(id.as_bytes())[..8]);
         let keep = cap.map_or(usize::MAX, |c| c.saturating_sub(suffix.len()));
         format!("{}{suffix}", name.chars().take(keep).collect::<String>())
     } else {
@@ -438,7 +447,7 @@ fn stub_names<'a>(names: impl Iterator<Item = &'a str>, kind: &str) -> Vec<Strin
         .map(|n| {
             let safe = safe_name(n);
             let safe = if safe.is_empty() {
-                format!("{kind}_{}", &crate::record::content_hash(n.as_bytes())[..8])
+                format!("{kind}_{}", &crate::hash::content_hash(n.as_bytes())[..8])
             } else {
                 safe
             };

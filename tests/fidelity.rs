@@ -9,8 +9,9 @@ use std::sync::{Arc, Mutex};
 use discbench::catalog::Address;
 use discbench::environment::Databases;
 use discbench::model::{self, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use discbench::record::Outcome;
 use discbench::record::OutcomeKey;
-use discbench::runner::{self, Outcome, Plan, RunConfig};
+use discbench::runner::{self, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
     Composite, Cut, Effect, Mode, ProtocolConfig, ResultLimits, SelectionConfig, Templates,

@@ -10,7 +10,8 @@ use discbench::environment::Databases;
 use discbench::model;
 use discbench::record::texts::TextStore;
 use discbench::record::Layer;
-use discbench::runner::{self, Outcome, Plan, RunConfig};
+use discbench::record::Outcome;
+use discbench::runner::{self, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
     Composite, Disclosure, Effect, Mode, ProtocolConfig, ProtocolError, SelectionConfig, Templates,

@@ -373,7 +373,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
                 dir.join(writer::TORN).display()
             );
         }
-        writer::repair_tail(&path, &stats, Some(&dir.join(writer::TORN)))
+        crate::record::tail::repair_tail(&path, &stats, Some(&dir.join(writer::TORN)))
             .map_err(Failure::Infra)?;
         if a.rerun_infra {
             let moved = writer::set_aside_infra_errors(dir).map_err(Failure::Infra)?;

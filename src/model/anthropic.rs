@@ -8,8 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
+use super::backend::{Answer, ModelError, Purpose};
 use super::http::{Api, Endpoint, HttpBackend};
-use super::{Answer, ModelError, Purpose};
 use crate::record::Usage;
 use crate::wire::{Context, Message, Response, ToolCall};
 

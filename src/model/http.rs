@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::OutcomeKey;
 use crate::wire::Context;
 
@@ -80,7 +80,7 @@ pub struct Endpoint {
     pub sampling: Sampling,
     pub timeout: Duration,
     /// USD per million tokens, when known.
-    pub prices: Option<super::models_file::Prices>,
+    pub prices: Option<super::prices::Prices>,
 }
 
 /// One provider's wire format (one file per implementation): how a context becomes a
@@ -125,7 +125,7 @@ impl<A: Api> Backend for HttpBackend<A> {
         &self.endpoint.name
     }
 
-    fn prices(&self) -> Option<super::models_file::Prices> {
+    fn prices(&self) -> Option<super::prices::Prices> {
         self.endpoint.prices
     }
 

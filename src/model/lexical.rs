@@ -11,8 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
+use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use super::bm25;
-use super::{fill_required, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::mock::fill_required;
 use crate::wire::{Context, Message, Response, ToolCall};
 
 /// Below this BM25 score the model answers without a call.
@@ -76,7 +77,7 @@ impl Session for LexicalSession {
         let query = cx.query().to_string();
         if let Purpose::Select { max } = request.purpose {
             let names = select(cx, max);
-            return Ok(super::selection_answer(cx, &names).into());
+            return Ok(super::mock::selection_answer(cx, &names).into());
         }
         let calls = if cx.messages.len() <= 1 {
             self.first(cx, &query)

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::{Answer, Backend, GroundTruth, ModelError, Request, Session};
+use super::backend::{Answer, Backend, GroundTruth, ModelError, Request, Session};
 use crate::record::OutcomeKey;
 
 const WINDOW: Duration = Duration::from_secs(60);
@@ -90,7 +90,7 @@ impl Backend for Limited {
         self.inner.wants_ground_truth()
     }
 
-    fn prices(&self) -> Option<super::models_file::Prices> {
+    fn prices(&self) -> Option<super::prices::Prices> {
         self.inner.prices()
     }
 

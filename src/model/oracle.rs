@@ -5,7 +5,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{fill_required, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use super::mock::fill_required;
 use crate::catalog::Address;
 use crate::scenario::expect::ExpectedCall;
 use crate::strategy::Composite;
@@ -93,7 +94,7 @@ impl OracleSession {
         if let Purpose::Select { max } = request.purpose {
             let mut tools = protocol.tools_for(&targets);
             tools.truncate(max);
-            return super::selection_answer(request.context, &tools);
+            return super::mock::selection_answer(request.context, &tools);
         }
         let state = truth.state.lock().expect("episode state");
         for (k, t) in targets.iter().enumerate() {

@@ -21,8 +21,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
-use crate::record::{content_hash, reader, OutcomeKey, Usage};
+use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
+use crate::hash::content_hash;
+use crate::record::{reader, OutcomeKey, Usage};
 use crate::wire::{Context, Message, Response};
 
 /// The file inside a run directory.
@@ -152,7 +153,7 @@ impl Backend for Recording {
         self.inner.name()
     }
 
-    fn prices(&self) -> Option<super::models_file::Prices> {
+    fn prices(&self) -> Option<super::prices::Prices> {
         self.inner.prices()
     }
 

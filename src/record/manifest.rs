@@ -14,7 +14,8 @@ use std::str::FromStr;
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
-use super::{content_hash, OutcomeKey, FORMAT_VERSION};
+use super::{OutcomeKey, FORMAT_VERSION};
+use crate::hash::content_hash;
 
 /// The file name inside a run directory.
 pub const FILE: &str = "run.json";

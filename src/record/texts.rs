@@ -91,7 +91,7 @@ impl TextSink {
                 written.insert(l.hash);
                 Ok(())
             })?;
-            super::writer::repair_tail(&path, &stats, None)?;
+            super::tail::repair_tail(&path, &stats, None)?;
         }
         let f = OpenOptions::new()
             .create(true)
@@ -115,7 +115,7 @@ impl TextSink {
                     continue;
                 }
                 let Some(text) = e.text.take() else { continue };
-                let hash = super::content_hash(text.as_bytes());
+                let hash = crate::hash::content_hash(text.as_bytes());
                 if !self.written.contains(&hash) {
                     serde_json::to_writer(
                         &mut self.out,

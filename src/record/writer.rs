@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::reader::ReadStats;
 use super::texts::TextSink;
 use super::{Outcome, FORMAT_VERSION};
 
@@ -73,7 +72,7 @@ pub struct OutcomeWriter {
 
 impl OutcomeWriter {
     /// Opens the run directory's files for appending. The caller has repaired the
-    /// outcome file's tail ([`repair_tail`]) when it resumes a run.
+    /// outcome file's tail ([`super::tail::repair_tail`]) when it resumes a run.
     pub fn open(dir: &Path) -> anyhow::Result<OutcomeWriter> {
         let path = dir.join(OUTCOMES);
         let f = OpenOptions::new()
@@ -105,35 +104,4 @@ impl OutcomeWriter {
     pub fn written(&self) -> usize {
         self.written
     }
-}
-
-/// Makes a record file safe to append to: a torn last line is moved to `side` (when
-/// given; appended there, so nothing is ever deleted) and cut from the file; a whole
-/// last line without a line break gets one.
-pub fn repair_tail(path: &Path, stats: &ReadStats, side: Option<&Path>) -> anyhow::Result<()> {
-    if let Some(t) = &stats.torn {
-        if let Some(side) = side {
-            let mut f = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(side)
-                .with_context(|| format!("cannot open {}", side.display()))?;
-            f.write_all(&t.bytes)?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-        }
-        let f = OpenOptions::new()
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        f.set_len(t.offset)
-            .with_context(|| format!("cannot truncate {}", path.display()))?;
-    } else if !stats.ends_with_newline {
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        f.write_all(b"\n")?;
-    }
-    Ok(())
 }

@@ -29,8 +29,7 @@ use crate::analysis::compare::{Comparison, Verdict};
 use crate::record::manifest::PlanOrder;
 use crate::record::reader;
 use crate::record::texts::TextStore;
-use crate::record::{Layer, OutcomeKey};
-use crate::runner::{Entry, Outcome, TurnRecord};
+use crate::record::{Entry, Layer, Outcome, OutcomeKey, TurnRecord};
 
 /// Outcomes shown in the drill-down at most; the rest are counted in a note.
 pub const DRILL_LIMIT: usize = 3000;

@@ -14,7 +14,6 @@ pub mod retry;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use crate::record::{Entry, Outcome, SelectionRecord, TurnRecord};
 pub use episode::Episode;
 pub use events::{Event, Listener, RunStats};
 pub use executor::{execute, ExecOptions, Work, DEFAULT_JOBS};
@@ -47,7 +46,7 @@ pub fn run_one(
     item: usize,
     backend: &dyn crate::model::Backend,
     counter: &crate::tokens::Counter,
-) -> Outcome {
+) -> crate::record::Outcome {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

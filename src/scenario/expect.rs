@@ -14,17 +14,8 @@ use serde::{Serialize, Serializer};
 use serde_json::Value;
 
 pub use super::raw::Order;
+pub use crate::args::Compare;
 use crate::catalog::Address;
-
-/// How a string argument is compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compare {
-    /// Character for character.
-    Exact,
-    /// BFCL's standardisation: case, spaces and `,./-_*^` ignored.
-    Standard,
-}
 
 /// One call that satisfies a step.
 #[derive(Debug, Clone, Serialize)]

@@ -20,9 +20,9 @@ use crate::catalog::{
     Action, Address, Builtin, Catalog, Connector, Database, FixtureResponse, Kind, McpServer,
     McpTool, Skill, Table, Target,
 };
+use crate::disclosure::Disclosure;
 use crate::environment::Databases;
 use crate::error::{InputError, InputErrors};
-use crate::strategy::mode::Disclosure;
 pub use expect::{Allowed, Compare, Expect, ExpectedCall, Order, Step};
 use raw::*;
 
@@ -57,14 +57,7 @@ pub struct Query {
     pub tags: Vec<String>,
 }
 
-/// Names of the meta-tools; no catalog tool may take one of them in any mode.
-pub const RESERVED_TOOL_NAMES: [&str; 5] = [
-    "read_skill",
-    "connector",
-    "database",
-    "mcp",
-    "request_tools",
-];
+pub use crate::catalog::RESERVED_TOOL_NAMES;
 
 /// Loads every scenario under `paths` (files, or directories whose `*.yaml`, `*.yml`
 /// and `*.json` files are scenarios), reporting all errors together.
@@ -310,7 +303,7 @@ impl Loader {
     fn source(&mut self, path: &Path, text: &str) {
         self.sources.insert(
             path.to_path_buf(),
-            crate::record::content_hash(text.as_bytes()),
+            crate::hash::content_hash(text.as_bytes()),
         );
     }
 }

@@ -6,7 +6,23 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::selection::SelectionConfig;
+/// When the selection step runs and how many tools it may pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionConfig {
+    /// The step runs when the tool count exceeds this.
+    pub threshold: usize,
+    /// At most this many tools are selected (pinned tools come on top).
+    pub max: usize,
+}
+
+impl Default for SelectionConfig {
+    fn default() -> Self {
+        SelectionConfig {
+            threshold: 12,
+            max: 6,
+        }
+    }
+}
 
 /// What a call to a tool that exists but was not loaded by the selection step does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

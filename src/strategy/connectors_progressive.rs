@@ -8,12 +8,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::databases_progressive::or_name;
-use super::results::pretty;
-use super::templates::TemplateError;
-use super::{
-    arg_str, execute, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State,
-    Strategy, Templates,
+use super::execute::execute;
+use super::protocol::{
+    arg_str, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
 };
+use super::results::pretty;
+use super::templates::{TemplateError, Templates};
 use crate::catalog::{safe_name, Address, Catalog, Connector, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;

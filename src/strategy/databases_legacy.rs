@@ -10,9 +10,10 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::databases_progressive::{list_tables, preview, unknown_table};
+use super::execute::execute;
+use super::protocol::{arg_str, Env, Rendered, Resolution, State, Strategy};
 use super::results::pretty;
-use super::templates::TemplateError;
-use super::{arg_str, execute, Env, Rendered, Resolution, State, Strategy, Templates};
+use super::templates::{TemplateError, Templates};
 use crate::catalog::{query_schema, Address, Catalog, Database, Kind, Table};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;

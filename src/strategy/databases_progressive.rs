@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::execute::execute;
+use super::protocol::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy};
 use super::results::pretty;
-use super::templates::TemplateError;
-use super::{
-    arg_str, execute, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates,
-};
+use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog, Database, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;

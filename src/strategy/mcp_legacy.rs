@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{execute, Env, Rendered, Resolution, State, Strategy};
+use super::execute::execute;
+use super::protocol::{Env, Rendered, Resolution, State, Strategy};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;

@@ -21,8 +21,9 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use super::templates::TemplateError;
-use super::{ProtocolError, Resolution, State, Templates};
+use super::config::SelectionConfig;
+use super::protocol::{ProtocolError, Resolution, State};
+use super::templates::{TemplateError, Templates};
 use crate::wire::{Context, Message, Response, ToolDef};
 
 pub const REQUEST_TOOLS: &str = "request_tools";
@@ -34,24 +35,6 @@ pub const REQUEST_TOOLS_CHARS: usize = 80;
 pub const CATALOG_CHARS: usize = 80;
 /// Tools that stay loaded whatever the selection picked, when they exist.
 pub const PINNED: [&str; 2] = ["read_skill", "web_search"];
-
-/// When the selection step runs and how many tools it may pick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct SelectionConfig {
-    /// The step runs when the tool count exceeds this.
-    pub threshold: usize,
-    /// At most this many tools are selected (pinned tools come on top).
-    pub max: usize,
-}
-
-impl Default for SelectionConfig {
-    fn default() -> Self {
-        SelectionConfig {
-            threshold: 12,
-            max: 6,
-        }
-    }
-}
 
 /// Words that never count in the keyword shortcut: the seed system's list of
 /// English function words (plus `use`, `get`, `set`, `make`), reproduced as data.
@@ -395,7 +378,7 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
     if loaded.is_empty() && already.is_empty() && !unknown.is_empty() {
         return Resolution {
             content,
-            effect: super::Effect::Error {
+            effect: super::protocol::Effect::Error {
                 error: ProtocolError::UnknownTarget,
             },
         };
@@ -517,12 +500,15 @@ mod tests {
         };
         let r = resolve(&tools, &json!({"tool_names": ["a", "b", "c"]}), &mut st);
         assert_eq!(r.content, "Loaded: b. Already loaded: a. Not found: c");
-        assert!(matches!(r.effect, super::super::Effect::Fetched { .. }));
+        assert!(matches!(
+            r.effect,
+            super::super::protocol::Effect::Fetched { .. }
+        ));
         assert_eq!(st.active.as_ref().unwrap(), &["a", "b"]);
         let r = resolve(&tools, &json!({"tool_names": ["c"]}), &mut st);
         assert!(matches!(
             r.effect,
-            super::super::Effect::Error {
+            super::super::protocol::Effect::Error {
                 error: ProtocolError::UnknownTarget
             }
         ));

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-use super::templates::TemplateError;
-use super::{Env, Rendered, Resolution, State, Strategy, Templates};
+use super::protocol::{Env, Rendered, Resolution, State, Strategy};
+use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 

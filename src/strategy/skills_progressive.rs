@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::templates::TemplateError;
-use super::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy, Templates};
+use super::protocol::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy};
+use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog, Kind};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;

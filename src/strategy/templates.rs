@@ -135,7 +135,7 @@ impl Templates {
         }
         let mut hashes = std::collections::BTreeMap::new();
         for (name, src) in sources {
-            hashes.insert(name.clone(), crate::record::content_hash(src.as_bytes()));
+            hashes.insert(name.clone(), crate::hash::content_hash(src.as_bytes()));
             env.add_template_owned(name.clone(), src)
                 .map_err(|e| TemplateError::Render {
                     name: name.clone(),

@@ -1,0 +1,478 @@
+//! [`Composite`]: the strategies of one mode stacked into one context — the system
+//! prompt, the tool list in FIM One's registry order, built-in tools — with the
+//! selection step and `request_tools` on top. Built once per scenario × mode and shared
+//! read-only by every episode.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::catalog::{Address, Catalog, Kind};
+use crate::disclosure::Disclosure;
+use crate::environment::Databases;
+use crate::scenario::ExpectedCall;
+use crate::wire::{Context, Message, ToolCall, ToolDef};
+
+use super::config::{ProtocolConfig, SelectionConfig, UnloadedCalls};
+use super::mode::Mode;
+use super::protocol::{Effect, Env, ProtocolError, Resolution, State, Strategy};
+use super::selection::{self, Level};
+use super::templates::{TemplateError, Templates};
+use super::{
+    builtins, connectors_legacy, connectors_progressive, databases_legacy, databases_progressive,
+    mcp_legacy, mcp_progressive, skills_inline, skills_progressive,
+};
+
+/// The strategies of one mode, stacked, plus built-ins and the selection step.
+/// Rendered once per scenario × mode; `Send + Sync`, shared by all its episodes.
+pub struct Composite {
+    pub mode: Mode,
+    catalog: Arc<Catalog>,
+    parts: Vec<Box<dyn Strategy>>,
+    system: String,
+    tools: Arc<[ToolDef]>,
+    owner: HashMap<String, usize>,
+    config: ProtocolConfig,
+    templates: Arc<Templates>,
+    /// Each tool's words, for the selection step's keyword shortcut.
+    tool_words: Vec<HashSet<String>>,
+    /// The selection request's catalog of every tool.
+    catalog_text: String,
+    /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
+    /// an episode, and episodes that loaded the same tools, share one rendering.
+    request_tools: std::sync::Mutex<HashMap<Vec<String>, ToolDef>>,
+}
+
+/// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
+/// renderings are simply made again).
+const REQUEST_TOOLS_CACHE: usize = 4_096;
+
+impl Composite {
+    pub fn new(
+        catalog: &Arc<Catalog>,
+        instructions: Option<&str>,
+        mode: Mode,
+        templates: &Arc<Templates>,
+        config: ProtocolConfig,
+    ) -> Result<Composite, TemplateError> {
+        let mut parts: Vec<Box<dyn Strategy>> = Vec::new();
+        let t: &Templates = templates;
+        if catalog.has(Kind::Skills) {
+            parts.push(match mode.skills {
+                Disclosure::Inline => Box::new(skills_inline::SkillsInline::new(catalog, t)?),
+                _ => Box::new(skills_progressive::SkillsProgressive::new(
+                    catalog,
+                    t,
+                    config.skill_stub_chars,
+                )?),
+            });
+        }
+        if catalog.has(Kind::Connectors) {
+            parts.push(match mode.connectors {
+                Disclosure::Legacy => Box::new(connectors_legacy::ConnectorsLegacy::new(catalog)),
+                _ => Box::new(connectors_progressive::ConnectorsProgressive::new(
+                    catalog, t,
+                )?),
+            });
+        }
+        if catalog.has(Kind::Databases) {
+            parts.push(match mode.databases {
+                Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(
+                    catalog,
+                    t,
+                    config.row_limit,
+                )?),
+                _ => Box::new(databases_progressive::DatabasesProgressive::new(
+                    catalog, t,
+                )?),
+            });
+        }
+        if catalog.has(Kind::Mcp) {
+            parts.push(match mode.mcp {
+                Disclosure::Legacy => Box::new(mcp_legacy::McpLegacy::new(catalog)),
+                _ => Box::new(mcp_progressive::McpProgressive::new(catalog, t)?),
+            });
+        }
+        if !catalog.builtins.is_empty() {
+            parts.push(Box::new(builtins::Builtins::new(catalog)));
+        }
+        let instructions = match instructions {
+            Some(i) => i.trim().to_string(),
+            None => t.default_instructions()?,
+        };
+        let sections: Vec<&str> = parts
+            .iter()
+            .map(|p| p.render().section.as_str())
+            .filter(|s| !s.is_empty())
+            .collect();
+        let system = t.render(
+            "system.j2",
+            json!({"instructions": instructions, "sections": sections}),
+        )?;
+        // The tool list in FIM One's registry order: built-ins, the connector section
+        // (API connectors, then databases), `read_skill`, then MCP. Its order decides
+        // the keyword shortcut's ties, the selection catalog and `request_tools`' list.
+        let rank = |p: &dyn Strategy| match p.kind() {
+            None => 0,
+            Some(Kind::Connectors) => 1,
+            Some(Kind::Databases) => 2,
+            Some(Kind::Skills) => 3,
+            Some(Kind::Mcp) => 4,
+        };
+        let mut order: Vec<usize> = (0..parts.len()).collect();
+        order.sort_by_key(|&i| rank(parts[i].as_ref()));
+        let mut tools = Vec::new();
+        let mut owner = HashMap::new();
+        for i in order {
+            let p = &parts[i];
+            for tool in &p.render().tools {
+                owner.insert(tool.name.clone(), i);
+                tools.push(tool.clone());
+            }
+        }
+        let tool_words = selection::tool_keywords(&tools);
+        let catalog_text = selection::compact_catalog(&tools);
+        Ok(Composite {
+            mode,
+            catalog: catalog.clone(),
+            parts,
+            system,
+            tools: tools.into(),
+            owner,
+            config,
+            templates: templates.clone(),
+            tool_words,
+            catalog_text,
+            request_tools: Default::default(),
+        })
+    }
+
+    pub fn system(&self) -> &str {
+        &self.system
+    }
+
+    pub fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+
+    /// The JSON Schema of the arguments an executed call to `address` takes.
+    pub fn catalog_schema(&self, address: &Address) -> Option<Value> {
+        self.catalog.schema_of(address)
+    }
+
+    /// Every top-level tool, before any selection.
+    pub fn all_tools(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    /// Whether the selection step runs for this mode and catalog: in every mode
+    /// whose `selection` is on (all presets), when the tool list is longer than the
+    /// threshold.
+    pub fn selection_applies(&self) -> bool {
+        self.mode.selection && self.tools.len() > self.config.selection.threshold
+    }
+
+    pub fn selection_config(&self) -> SelectionConfig {
+        self.config.selection
+    }
+
+    pub fn config(&self) -> &ProtocolConfig {
+        &self.config
+    }
+
+    /// Whether a call of `tool` finds it loaded (always, when nothing was filtered).
+    pub fn is_loaded(&self, state: &State, tool: &str) -> bool {
+        state
+            .active
+            .as_ref()
+            .is_none_or(|a| a.iter().any(|n| n == tool))
+            || tool == selection::REQUEST_TOOLS
+    }
+
+    /// A fresh episode: what is shown before the model does anything.
+    pub fn new_state(&self) -> State {
+        let mut st = State::default();
+        for p in &self.parts {
+            for a in p.shown_up_front() {
+                if let Address::Skill(n) = &a {
+                    st.loaded_skills.insert(n.clone());
+                }
+                st.shown.insert(a);
+            }
+        }
+        st
+    }
+
+    /// The tool list of the next request (shared, not copied, while every tool is
+    /// loaded).
+    pub fn visible_tools(&self, state: &State) -> Arc<[ToolDef]> {
+        match &state.active {
+            None => self.tools.clone(),
+            Some(active) => {
+                let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
+                let split = state.selected.min(active.len());
+                let mut v: Vec<ToolDef> = active[..split].iter().filter_map(def).collect();
+                if let Some(rt) = self.request_tools_for(active) {
+                    v.push(rt);
+                }
+                v.extend(active[split..].iter().filter_map(def));
+                v.into()
+            }
+        }
+    }
+
+    /// `request_tools` for a loaded set, rendered once per set. `check_templates`
+    /// rendered its template before the run, so a failure here cannot come from the
+    /// template: the tool is then simply left out.
+    fn request_tools_for(&self, active: &[String]) -> Option<ToolDef> {
+        let mut key = active.to_vec();
+        key.sort();
+        let mut cache = self.request_tools.lock().expect("request_tools cache");
+        if let Some(def) = cache.get(&key) {
+            return Some(def.clone());
+        }
+        let def = selection::request_tools_def(&self.tools, active, &self.templates).ok()?;
+        if cache.len() < REQUEST_TOOLS_CACHE {
+            cache.insert(key, def.clone());
+        }
+        Some(def)
+    }
+
+    /// Renders the templates used only while a run goes on (the selection request and
+    /// `request_tools`), so that a broken override fails before anything runs.
+    pub fn check_templates(&self) -> Result<(), TemplateError> {
+        if !self.selection_applies() {
+            return Ok(());
+        }
+        let cx = self.selection_context("a query", Level::Forced)?;
+        self.selection_context("a query", Level::Json)?;
+        self.selection_context("a query", Level::Text)?;
+        self.selection_retry(&cx, "an answer")?;
+        selection::request_tools_def(&self.tools, &[], &self.templates)?;
+        let all: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+        selection::request_tools_def(&self.tools, &all, &self.templates)?;
+        Ok(())
+    }
+
+    /// The context of the next request.
+    pub fn context(&self, state: &State, messages: &[Message]) -> Context {
+        Context {
+            system: self.system.clone(),
+            tools: self.visible_tools(state),
+            tool_choice: None,
+            json_mode: false,
+            messages: messages.to_vec(),
+        }
+    }
+
+    /// The keyword shortcut of the selection step: the tools to keep with no model
+    /// call, or `None` to ask the model.
+    pub fn selection_shortcut(&self, query: &str) -> Option<Vec<String>> {
+        selection::keyword_shortcut(
+            &self.tools,
+            &self.tool_words,
+            query,
+            self.config.selection.max,
+        )
+    }
+
+    /// The selection step's request at one level: the query and a compact catalog.
+    pub fn selection_context(&self, query: &str, level: Level) -> Result<Context, TemplateError> {
+        selection::context(
+            &self.catalog_text,
+            query,
+            self.config.selection,
+            level,
+            &self.templates,
+        )
+    }
+
+    /// The plain-text selection request asked again after an unreadable `answer`.
+    pub fn selection_retry(&self, cx: &Context, answer: &str) -> Result<Context, TemplateError> {
+        selection::retry_context(cx, answer, &self.templates)
+    }
+
+    /// Applies the names the selection step picked (`None`: no usable answer). Returns
+    /// the tools loaded, pinned ones included, or `None` when every tool stays loaded
+    /// (no usable answer, or no known name in it).
+    pub fn apply_selection(
+        &self,
+        state: &mut State,
+        picked: Option<&[String]>,
+    ) -> Option<Vec<String>> {
+        let loaded = selection::loaded_for(picked?, &self.tools, self.config.selection.max)?;
+        state.selected = loaded.len();
+        state.active = Some(loaded.clone());
+        self.mark_active_shown(state);
+        Some(loaded)
+    }
+
+    /// Addresses of definitions that are loaded directly as tools are "shown" only while
+    /// their tool is active; recompute after the active set changes.
+    fn mark_active_shown(&self, state: &mut State) {
+        let fresh = self.new_state();
+        let active = state.active.clone();
+        let mut shown: HashSet<Address> = state
+            .shown
+            .iter()
+            .filter(|a| !fresh.shown.contains(a))
+            .cloned()
+            .collect();
+        for a in fresh.shown {
+            let tool = self.top_level_tool_of(&a);
+            if active
+                .as_ref()
+                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t)))
+            {
+                shown.insert(a);
+            }
+        }
+        state.shown = shown;
+    }
+
+    /// The top-level tool through which `address` is reached first.
+    fn top_level_tool_of(&self, address: &Address) -> Option<String> {
+        let target = ExpectedCall::to(address.clone());
+        let probe = State {
+            active: None,
+            ..State::default()
+        };
+        self.part_for(address)?
+            .route(&target, &json!({}), &probe)
+            .map(|(t, _)| t)
+    }
+
+    fn part_for(&self, address: &Address) -> Option<&dyn Strategy> {
+        let kind = match address {
+            Address::Skill(_) => Some(Kind::Skills),
+            Address::Connector(..) => Some(Kind::Connectors),
+            Address::Database(_) => Some(Kind::Databases),
+            Address::Mcp(..) => Some(Kind::Mcp),
+            Address::Builtin(_) => None,
+        };
+        self.parts
+            .iter()
+            .find(|p| p.kind() == kind)
+            .map(|b| b.as_ref())
+    }
+
+    /// Answers one call of the model.
+    pub fn resolve(&self, call: &ToolCall, state: &mut State, databases: &Databases) -> Resolution {
+        let env = Env {
+            catalog: &self.catalog,
+            databases,
+            config: &self.config,
+        };
+        let args: Value = match serde_json::from_str(&call.arguments) {
+            Ok(v @ Value::Object(_)) => v,
+            Ok(_) => {
+                return Resolution::error(
+                    ProtocolError::SchemaViolation,
+                    "arguments must be a JSON object",
+                )
+            }
+            Err(e) => {
+                return Resolution::error(
+                    ProtocolError::SchemaViolation,
+                    format!("arguments are not valid JSON: {e}"),
+                )
+            }
+        };
+        if call.name == selection::REQUEST_TOOLS {
+            if let Some(active) = &state.active {
+                let before = active.clone();
+                let r = selection::resolve(&self.tools, &args, state);
+                if let Some(now) = state.active.clone() {
+                    let added: Vec<Address> = self
+                        .catalog
+                        .addresses()
+                        .into_iter()
+                        .filter(|a| {
+                            self.top_level_tool_of(a)
+                                .is_some_and(|t| now.contains(&t) && !before.contains(&t))
+                        })
+                        .collect();
+                    self.mark_active_shown(state);
+                    if let Effect::Fetched { .. } = r.effect {
+                        return Resolution::fetched(r.content, added);
+                    }
+                }
+                return r;
+            }
+        }
+        let Some(&i) = self.owner.get(&call.name) else {
+            let visible = self.visible_tools(state);
+            let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
+            return Resolution::error(
+                ProtocolError::UnknownTarget,
+                format!(
+                    "unknown tool `{}`; available tools: {}",
+                    call.name,
+                    names.join(", ")
+                ),
+            );
+        };
+        if !self.is_loaded(state, &call.name) && self.config.unloaded == UnloadedCalls::Refuse {
+            return Resolution::error(
+                ProtocolError::NotLoaded,
+                format!(
+                    "tool `{}` is not loaded; call request_tools with its name first",
+                    call.name
+                ),
+            );
+        }
+        let r = self.parts[i].resolve(&call.name, &args, state, &env);
+        match &r.effect {
+            Effect::Fetched { addresses } => {
+                for a in addresses {
+                    if let Address::Skill(n) = a {
+                        state.loaded_skills.insert(n.clone());
+                    }
+                    state.shown.insert(a.clone());
+                    state.fetched.push(a.clone());
+                }
+            }
+            Effect::Executed { address, .. } => state.executed.push(address.clone()),
+            Effect::Error { .. } => {}
+        }
+        r
+    }
+
+    /// The oracle's next call toward `target`, through `request_tools` when the tool it
+    /// needs is not loaded. `None` when the target needs no (further) call.
+    pub fn route(
+        &self,
+        target: &ExpectedCall,
+        args: &Value,
+        state: &State,
+    ) -> Option<(String, Value)> {
+        let (tool, a) = self.part_for(&target.address)?.route(target, args, state)?;
+        if let Some(active) = &state.active {
+            if !active.contains(&tool) {
+                return Some((
+                    selection::REQUEST_TOOLS.to_string(),
+                    json!({"tool_names": [tool]}),
+                ));
+            }
+        }
+        Some((tool, a))
+    }
+
+    /// The top-level tools the oracle needs for these targets (its selection answer).
+    pub fn tools_for(&self, targets: &[&ExpectedCall]) -> Vec<String> {
+        let probe = State::default();
+        let mut out: Vec<String> = Vec::new();
+        for t in targets {
+            if let Some((tool, _)) = self
+                .part_for(&t.address)
+                .and_then(|p| p.route(t, &json!({}), &probe))
+            {
+                if !out.contains(&tool) {
+                    out.push(tool);
+                }
+            }
+        }
+        out
+    }
+}

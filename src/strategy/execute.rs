@@ -1,0 +1,94 @@
+//! Executing a call on the environment: arguments checked against the tool's schema,
+//! SQL run on the scenario's SQLite, fixture responses returned (and cut as FIM One
+//! cuts connector and MCP results).
+
+use serde_json::{json, Value};
+
+use crate::catalog::Address;
+use crate::environment::{fixture_response, QueryResult};
+
+use super::protocol::{Effect, Env, Resolution, State};
+use super::results;
+
+/// Executes a call on the environment: validates its arguments, runs SQL for database
+/// queries (answered as indented JSON with `columns`, `rows`, `row_count`,
+/// `execution_time_ms`, and `truncated` with a note past the row limit), returns the
+/// fixture response otherwise — for connectors and MCP tools truncated as FIM One
+/// truncates their results.
+pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Resolution {
+    let schema_errors = env
+        .catalog
+        .schema_of(&address)
+        .map(|s| schema_errors(&s, args))
+        .unwrap_or_default();
+    let blind = !state.shown.contains(&address);
+    let (content, sql_result) = if let Address::Database(db) = &address {
+        let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
+        let r = env.databases.query_limited(db, sql, env.config.row_limit);
+        let content = match &r {
+            Ok(q) => query_answer(q, env.config.row_limit),
+            Err(e) => json!({"error": e.0}).to_string(),
+        };
+        (content, Some(r))
+    } else if !schema_errors.is_empty() {
+        (
+            json!({"error": format!("invalid arguments: {}", schema_errors.join("; "))})
+                .to_string(),
+            None,
+        )
+    } else {
+        let answer = fixture_response(env.catalog, &address, args).to_string();
+        let answer = match address {
+            Address::Connector(..) => results::truncate(&answer, &env.config.results.connector),
+            Address::Mcp(..) => results::truncate(&answer, &env.config.results.mcp),
+            _ => answer,
+        };
+        (answer, None)
+    };
+    Resolution {
+        content,
+        effect: Effect::Executed {
+            address,
+            args: args.clone(),
+            schema_errors,
+            blind,
+            sql_result,
+        },
+    }
+}
+
+/// A query result as the model reads it. The time is written as 0.0 so that token
+/// counts repeat from run to run (a measured time would be a few digits).
+fn query_answer(q: &QueryResult, row_limit: usize) -> String {
+    let mut o = serde_json::Map::new();
+    o.insert("columns".into(), json!(q.columns));
+    o.insert("rows".into(), json!(q.rows));
+    o.insert("row_count".into(), json!(q.rows.len()));
+    o.insert("execution_time_ms".into(), json!(0.0));
+    if q.truncated {
+        o.insert("truncated".into(), json!(true));
+        o.insert(
+            "note".into(),
+            json!(format!("Only the first {row_limit} rows are shown")),
+        );
+    }
+    results::pretty(&Value::Object(o))
+}
+
+/// JSON Schema violations of `instance`, as readable strings.
+pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
+    match jsonschema::validator_for(schema) {
+        Ok(v) => v
+            .iter_errors(instance)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect(),
+        Err(e) => vec![format!("schema does not compile: {e}")],
+    }
+}
