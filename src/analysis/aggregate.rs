@@ -1,4 +1,5 @@
-//! Aggregation with polars: the only module that touches DataFrames (DESIGN §8).
+//! The aggregation pipeline with polars: the only module that touches DataFrames
+//! (DESIGN §8).
 //!
 //! [`flatten`] streams `outcomes.jsonl` line by line into `outcomes.parquet` (one flat
 //! row per outcome, written in batches), and [`summarize`] scans that file lazily to
@@ -14,42 +15,16 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use polars::prelude::*;
 
+use serde::Deserialize;
+
+use super::stats::{mcnemar_exact, pass_k, stable, PassK, Rate};
+use super::summary::{
+    Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, LAYERS, PROTOCOL_RATES,
+};
 use crate::record;
-use serde::{Deserialize, Serialize};
 
 /// Rows per Parquet batch while flattening.
 const BATCH: usize = 65_536;
-
-/// Protocol counters whose rate (share of outcomes where the counter is above zero)
-/// is reported, each with its Wilson interval.
-pub const PROTOCOL_RATES: [&str; 13] = [
-    "blind_calls",
-    "unknown_target",
-    "bad_subcommand",
-    "schema_violation",
-    "not_loaded",
-    "unloaded_calls",
-    "repeat_call",
-    "overfetch",
-    "hit_max_turns",
-    "empty_answers",
-    "text_calls",
-    "refusals",
-    "truncated",
-];
-
-/// The ledger layers, in report order.
-pub const LAYERS: [&str; 9] = [
-    "system",
-    "tool_defs",
-    "fetched",
-    "results",
-    "output",
-    "selection",
-    "first_turn",
-    "billed_input",
-    "peak_context",
-];
 
 /// The part of an outcome line that aggregation reads; everything else is ignored.
 #[derive(Deserialize)]
@@ -304,146 +279,7 @@ fn flatten_into(jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
     Ok(total)
 }
 
-/// A rate with its Wilson 95% interval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Rate {
-    pub k: u64,
-    pub n: u64,
-    pub rate: f64,
-    pub lo: f64,
-    pub hi: f64,
-}
-
-impl Rate {
-    pub fn new(k: u64, n: u64) -> Rate {
-        let (lo, hi) = wilson(k, n);
-        Rate {
-            k,
-            n,
-            rate: if n == 0 { 0.0 } else { k as f64 / n as f64 },
-            lo,
-            hi,
-        }
-    }
-}
-
-/// The Wilson score interval at 95% (z = 1.96).
-pub fn wilson(k: u64, n: u64) -> (f64, f64) {
-    if n == 0 {
-        return (0.0, 1.0);
-    }
-    let z = 1.959_963_984_540_054_f64;
-    let n_f = n as f64;
-    let p = k as f64 / n_f;
-    let denom = 1.0 + z * z / n_f;
-    let centre = (p + z * z / (2.0 * n_f)) / denom;
-    let half = z * ((p * (1.0 - p) / n_f) + z * z / (4.0 * n_f * n_f)).sqrt() / denom;
-    // At the boundaries the interval ends exactly at 0 or 1 (floating error aside).
-    let lo = if k == 0 {
-        0.0
-    } else {
-        (centre - half).max(0.0)
-    };
-    let hi = if k == n {
-        1.0
-    } else {
-        (centre + half).min(1.0)
-    };
-    (lo, hi)
-}
-
-/// Median and 95th percentile (linear interpolation) of one token layer.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Stat {
-    pub median: f64,
-    pub p95: f64,
-}
-
-/// pass@k and pass^k over repeats, averaged over queries (k = the smallest repeat count).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct PassK {
-    pub k: u64,
-    pub pass_at_k: f64,
-    pub pass_hat_k: f64,
-}
-
-/// One scenario × mode × model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Group {
-    pub scenario: String,
-    pub mode: String,
-    pub model: String,
-    /// Outcomes scored (infra errors excluded).
-    pub n: u64,
-    pub infra_errors: u64,
-    pub catalog_size: u64,
-    pub exact: Rate,
-    pub first_call_correct: Rate,
-    pub forbidden_hit: Rate,
-    /// Share of outcomes with at least one protocol error.
-    pub protocol_error: Rate,
-    /// Per protocol counter ([`PROTOCOL_RATES`]), the share of outcomes where it
-    /// fired. Empty in summaries written before it existed.
-    #[serde(default)]
-    pub protocol_rates: BTreeMap<String, Rate>,
-    pub abstain: Option<Rate>,
-    pub args_ok: Option<Rate>,
-    pub schema_valid: Option<Rate>,
-    pub precision: f64,
-    pub recall: f64,
-    pub f1: f64,
-    pub tokens: BTreeMap<String, Stat>,
-    /// `1 - median(first_turn) / median(first_turn of legacy)`, same scenario and model.
-    pub savings_first_turn: Option<f64>,
-    /// The same for billed input tokens.
-    pub savings_billed: Option<f64>,
-    pub pass: PassK,
-    /// What the provider reported it billed, summed over the group's outcomes that
-    /// carry usage (real models only), beside discbench's own count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider_usage: Option<ProviderUsage>,
-    /// What the group cost, when its model has prices.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_usd: Option<Cost>,
-}
-
-/// Provider usage of a group, summed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ProviderUsage {
-    /// Outcomes that carry usage.
-    pub outcomes: u64,
-    pub input: u64,
-    pub output: u64,
-    pub cached_input: u64,
-    /// discbench's `billed_input` (tiktoken) summed over the same outcomes.
-    pub counted_input: u64,
-    /// `input / counted_input`: how far the bill is from the count of the sent text
-    /// (providers render tool definitions their own way and add framing).
-    pub ratio: f64,
-}
-
-/// The cost of a group in US dollars.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
-    pub outcomes: u64,
-    pub total: f64,
-    /// Per outcome.
-    pub mean: f64,
-}
-
 type Spend = BTreeMap<(String, String, String), (Option<ProviderUsage>, Option<Cost>)>;
-
-/// A mean or sum of floats rounded to 12 decimal places. Such sums depend on the
-/// order of the rows in their last bits, and outcomes are written in the order
-/// episodes finish: rounding makes the summary the same for any order (`--jobs`,
-/// resume, merge, replay), far below any difference a report shows.
-pub fn stable(x: f64) -> f64 {
-    if x.is_finite() {
-        (x * 1e12).round() / 1e12
-    } else {
-        x
-    }
-}
 
 /// Per group: its provider usage and cost, from the per-group sums.
 fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
@@ -476,64 +312,6 @@ fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
             ((s[i].clone(), m[i].clone(), mo[i].clone()), (usage, cost))
         })
         .collect())
-}
-
-/// A paired McNemar test of exact match between two modes on the same queries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pair {
-    pub scenario: String,
-    pub model: String,
-    pub mode_a: String,
-    pub mode_b: String,
-    /// Paired items (query × repeat) present under both modes.
-    pub n: u64,
-    /// Right under `mode_a` only.
-    pub a_only: u64,
-    /// Right under `mode_b` only.
-    pub b_only: u64,
-    /// Exact two-sided binomial p-value of the discordant pairs.
-    pub p_value: f64,
-}
-
-/// One query × mode × model, for `compare` and the drill-down.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct QueryRow {
-    pub scenario: String,
-    pub mode: String,
-    pub model: String,
-    pub query_id: String,
-    /// Outcomes scored (infra errors excluded); 0 when every outcome of the query
-    /// was an infra error.
-    pub n: u64,
-    pub exact: u64,
-    pub first_turn: f64,
-    /// Outcomes of this query that were infra errors (not in `n`).
-    #[serde(default)]
-    pub infra: u64,
-}
-
-/// Everything a report shows, computed from the outcomes alone.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub run_id: String,
-    pub tokenizer: String,
-    pub outcomes: u64,
-    pub groups: Vec<Group>,
-    pub pairs: Vec<Pair>,
-    pub queries: Vec<QueryRow>,
-    /// The work items the run directory was planned to hold (from its `run.json`);
-    /// when more than `outcomes`, the run is incomplete.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned: Option<u64>,
-}
-
-impl Summary {
-    /// `(done, planned)` when the run holds fewer outcomes than it planned.
-    pub fn incomplete(&self) -> Option<(u64, u64)> {
-        self.planned
-            .filter(|p| self.outcomes < *p)
-            .map(|p| (self.outcomes, p))
-    }
 }
 
 fn scan(parquet: &Path) -> PolarsResult<LazyFrame> {
@@ -714,9 +492,10 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             protocol_rates.insert(c.to_string(), rate(&format!("{c}_k"), n[i])?);
         }
         let key = (sc[i].clone(), md[i].clone(), ml[i].clone());
-        let qs: Vec<&QueryRow> = queries
+        let qs: Vec<(u64, u64)> = queries
             .iter()
             .filter(|q| q.scenario == key.0 && q.mode == key.1 && q.model == key.2 && q.n > 0)
+            .map(|q| (q.n, q.exact))
             .collect();
         groups.push(Group {
             scenario: key.0.clone(),
@@ -900,37 +679,6 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
     }
 }
 
-/// pass@k = 1 − C(n−c, k)/C(n, k) and pass^k = C(c, k)/C(n, k) per query, averaged.
-fn pass_k(qs: &[&QueryRow]) -> PassK {
-    let k = qs.iter().map(|q| q.n).min().unwrap_or(0);
-    if k == 0 {
-        return PassK {
-            k: 0,
-            pass_at_k: 0.0,
-            pass_hat_k: 0.0,
-        };
-    }
-    let (mut at, mut hat) = (0.0, 0.0);
-    for q in qs {
-        at += 1.0 - choose_ratio(q.n - q.exact, q.n, k);
-        hat += choose_ratio(q.exact, q.n, k);
-    }
-    let m = qs.len() as f64;
-    PassK {
-        k,
-        pass_at_k: at / m,
-        pass_hat_k: hat / m,
-    }
-}
-
-/// C(a, k) / C(n, k), computed as a running product.
-fn choose_ratio(a: u64, n: u64, k: u64) -> f64 {
-    if a < k {
-        return 0.0;
-    }
-    (0..k).map(|i| (a - i) as f64 / (n - i) as f64).product()
-}
-
 fn mcnemar_pairs(ok: &LazyFrame) -> anyhow::Result<Vec<Pair>> {
     let left = ok.clone().select([
         col("scenario"),
@@ -990,26 +738,6 @@ fn mcnemar_pairs(ok: &LazyFrame) -> anyhow::Result<Vec<Pair>> {
             p_value: mcnemar_exact(x[i] as u64, y[i] as u64),
         })
         .collect())
-}
-
-/// Exact two-sided McNemar test: binomial(b + c, 1/2) tail of min(b, c), doubled.
-pub fn mcnemar_exact(b: u64, c: u64) -> f64 {
-    let n = b + c;
-    if n == 0 {
-        return 1.0;
-    }
-    let k = b.min(c);
-    // log C(n, i) − n·ln 2, summed for i ≤ k.
-    let ln2 = std::f64::consts::LN_2;
-    let mut log_c = 0.0; // ln C(n, 0)
-    let mut tail = 0.0;
-    for i in 0..=k {
-        if i > 0 {
-            log_c += ((n - i + 1) as f64).ln() - (i as f64).ln();
-        }
-        tail += (log_c - n as f64 * ln2).exp();
-    }
-    (2.0 * tail).min(1.0)
 }
 
 /// Writes the per-group summary as CSV (one row per scenario × mode × model).
@@ -1118,50 +846,4 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     CsvWriter::new(&mut file).finish(&mut df)?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn wilson_matches_known_values() {
-        // 8/10: the Wilson 95% interval is [0.4902, 0.9433].
-        let (lo, hi) = wilson(8, 10);
-        assert!(
-            (lo - 0.4902).abs() < 1e-4 && (hi - 0.9433).abs() < 1e-4,
-            "{lo} {hi}"
-        );
-        assert_eq!(wilson(0, 0), (0.0, 1.0));
-        let (lo, hi) = wilson(10, 10);
-        assert!(hi == 1.0 && (lo - 0.7225).abs() < 1e-4, "{lo}");
-    }
-
-    #[test]
-    fn mcnemar_exact_p_values() {
-        // b=1, c=9: 2·P(X≤1) for Bin(10, ½) = 2·11/1024.
-        assert!((mcnemar_exact(1, 9) - 22.0 / 1024.0).abs() < 1e-12);
-        assert_eq!(mcnemar_exact(0, 0), 1.0);
-        assert_eq!(mcnemar_exact(5, 5), 1.0);
-    }
-
-    #[test]
-    fn pass_at_k_estimator() {
-        // n=4 repeats, c=2 right, k=4: pass@4 = 1, pass^4 = 0; c=4: both 1.
-        let q = |exact| QueryRow {
-            scenario: String::new(),
-            mode: String::new(),
-            model: String::new(),
-            query_id: String::new(),
-            n: 4,
-            exact,
-            first_turn: 0.0,
-            infra: 0,
-        };
-        let (a, b) = (q(2), q(4));
-        let p = pass_k(&[&a, &b]);
-        assert_eq!(p.k, 4);
-        assert!((p.pass_at_k - 1.0).abs() < 1e-12);
-        assert!((p.pass_hat_k - 0.5).abs() < 1e-12);
-    }
 }

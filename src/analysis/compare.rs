@@ -13,7 +13,8 @@ use std::path::Path;
 use anyhow::{bail, Context as _};
 use serde::{Deserialize, Serialize};
 
-use crate::analysis::aggregate::{Group, QueryRow, Summary};
+use super::run_dir::summarize_read_only;
+use super::summary::{Group, QueryRow, Summary};
 
 /// How a metric is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,7 +258,7 @@ pub fn load_side(path: &Path) -> anyhow::Result<Summary> {
         if s.is_file() {
             s
         } else if path.join("outcomes.jsonl").is_file() {
-            return super::summarize_read_only(path);
+            return summarize_read_only(path);
         } else {
             bail!(
                 "{} has neither summary.json nor outcomes.jsonl",

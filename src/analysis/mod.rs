@@ -4,46 +4,10 @@
 
 pub mod aggregate;
 pub mod compare;
+pub mod run_dir;
+pub mod stats;
+pub mod summary;
 
-use std::path::Path;
-
-use anyhow::Context as _;
-
-pub use aggregate::{Group, Summary};
 pub use compare::Comparison;
-
-use crate::record::manifest::Manifest;
-
-/// Flattens and aggregates a run directory's outcomes (writing `outcomes.parquet`).
-/// When the directory has a `run.json`, the summary says how many of its planned
-/// work items have an outcome.
-pub fn summarize_run(dir: &Path) -> anyhow::Result<Summary> {
-    let jsonl = dir.join("outcomes.jsonl");
-    if !jsonl.is_file() {
-        anyhow::bail!("{} has no outcomes.jsonl", dir.display());
-    }
-    aggregate::flatten(&jsonl, &dir.join("outcomes.parquet"))?;
-    let mut s = aggregate::summarize(&dir.join("outcomes.parquet"))?;
-    add_completeness(dir, &mut s)?;
-    Ok(s)
-}
-
-/// Aggregates a run directory's outcomes without writing into it (for reading a
-/// baseline): the Parquet file goes to a temporary directory.
-pub fn summarize_read_only(dir: &Path) -> anyhow::Result<Summary> {
-    let jsonl = dir.join("outcomes.jsonl");
-    let tmp = tempfile::tempdir().context("cannot make a temporary directory")?;
-    let parquet = tmp.path().join("outcomes.parquet");
-    aggregate::flatten(&jsonl, &parquet)?;
-    let mut s = aggregate::summarize(&parquet)?;
-    add_completeness(dir, &mut s)?;
-    Ok(s)
-}
-
-/// Records in the summary how many planned work items the directory holds.
-fn add_completeness(dir: &Path, s: &mut Summary) -> anyhow::Result<()> {
-    if let Some(m) = Manifest::load_if_present(dir)? {
-        s.planned = Some(m.assigned as u64);
-    }
-    Ok(())
-}
+pub use run_dir::{summarize_read_only, summarize_run};
+pub use summary::{Group, Summary};

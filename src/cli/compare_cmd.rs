@@ -1,7 +1,8 @@
 //! `discbench compare BASELINE CURRENT`: a verdict per metric and the queries that
 //! changed; exit 1 on any regression.
 
-use super::{io, CompareArgs, Failure};
+use super::args::CompareArgs;
+use super::failure::{io, Failure};
 use crate::analysis::compare;
 use crate::exit;
 use crate::report;

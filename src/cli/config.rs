@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use super::{Common, Failure};
+use super::args::Common;
+use super::failure::Failure;
 use crate::record::manifest::Settings;
 use crate::runner::DEFAULT_MAX_TURNS;
 use crate::scenario::{self, Scenario};

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use super::args::MergeArgs;
+use super::failure::{io, Failure};
 use super::report_cmd::{finish_report, load_baseline};
-use super::{io, Failure, MergeArgs};
 use crate::analysis::compare;
 use crate::record::manifest::Manifest;
 use crate::record::texts::{self, TextLine};

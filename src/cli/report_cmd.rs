@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{io, Failure, ReportArgs};
+use super::args::ReportArgs;
+use super::failure::{io, Failure};
 use crate::analysis::{self, compare, Summary};
 use crate::exit;
 use crate::record::reader;

@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use super::args::{EndpointArgs, RunArgs};
 use super::config::{self, Prepared};
+use super::environment::Environment;
+use super::failure::Failure;
 use super::report_cmd::{finish_report, load_baseline};
-use super::EndpointArgs;
-use super::{Environment, Failure, RunArgs};
 use crate::analysis::compare;
 use crate::model::http::Sampling;
 use crate::model::limit::Limits;

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use super::{config, Failure, TokensArgs};
+use super::args::TokensArgs;
+use super::config;
+use super::failure::Failure;
 use crate::exit;
 use crate::scenario::Scenario;
 use crate::strategy::mode::Mode;

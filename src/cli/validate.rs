@@ -1,7 +1,9 @@
 //! `discbench validate`: checks scenario, catalog-fragment and MCP-dump files without
 //! running anything; every problem of every file is reported.
 
-use super::{config, io, Failure, ValidateArgs};
+use super::args::ValidateArgs;
+use super::config;
+use super::failure::{io, Failure};
 use crate::catalog::Address;
 use crate::environment::has_fixture;
 use crate::error::InputErrors;

@@ -21,11 +21,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::junit::esc;
+use super::exporter::{write_atomic, Exporter, ReportCx};
 use super::plots::{chart_list, scenarios};
-use super::{pct, write_atomic, Exporter, ReportCx};
-use crate::analysis::aggregate::{Group, Summary};
+use super::text::esc;
+use super::text::pct;
 use crate::analysis::compare::{Comparison, Verdict};
+use crate::analysis::summary::{Group, Summary};
 use crate::record::manifest::PlanOrder;
 use crate::record::reader;
 use crate::record::texts::TextStore;

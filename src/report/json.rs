@@ -1,9 +1,9 @@
-//! `summary.json`: the whole [`crate::analysis::aggregate::Summary`], plus the comparison
+//! `summary.json`: the whole [`crate::analysis::summary::Summary`], plus the comparison
 //! verdict when there is one. `compare` reads it back as a baseline.
 
 use std::path::Path;
 
-use super::{write_atomic, Exporter, ReportCx};
+use super::exporter::{write_atomic, Exporter, ReportCx};
 
 pub struct SummaryJson;
 

@@ -4,9 +4,10 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{pct, write_atomic, Exporter, ReportCx};
-use crate::analysis::aggregate::Summary;
+use super::exporter::{write_atomic, Exporter, ReportCx};
+use super::text::pct;
 use crate::analysis::compare::Comparison;
+use crate::analysis::summary::Summary;
 
 pub struct SummaryMd;
 
@@ -98,7 +99,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
 /// Provider usage beside discbench's count, and cost, for groups that have them
 /// (real models); empty for mock runs.
 pub fn spend_md(s: &Summary) -> String {
-    let rows: Vec<&crate::analysis::aggregate::Group> = s
+    let rows: Vec<&crate::analysis::summary::Group> = s
         .groups
         .iter()
         .filter(|g| g.provider_usage.is_some() || g.cost_usd.is_some())

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::analysis::aggregate::Summary;
+use crate::analysis::summary::Summary;
 
 /// One row of the summary.
 #[derive(Debug, Clone, PartialEq)]

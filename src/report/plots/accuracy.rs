@@ -4,8 +4,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{bar_frame, color, err, label, Chart, PlotError, FONT};
-use crate::analysis::aggregate::Group;
+use super::chart::{bar_frame, color, err, label, Chart, PlotError, FONT};
+use crate::analysis::summary::Group;
 
 pub struct AccuracyByMode<'a> {
     pub scenario: &'a str,

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, err, Chart, PlotError, FONT};
-use crate::analysis::aggregate::Summary;
+use super::chart::{color, err, Chart, PlotError, FONT};
+use crate::analysis::summary::Summary;
 
 /// Whether the run holds at least two catalog sizes.
 pub fn applies(s: &Summary) -> bool {

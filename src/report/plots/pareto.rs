@@ -4,8 +4,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{color, err, label, Chart, PlotError, FONT};
-use crate::analysis::aggregate::Group;
+use super::chart::{color, err, label, Chart, PlotError, FONT};
+use crate::analysis::summary::Group;
 
 pub struct Pareto<'a> {
     pub scenario: &'a str,

@@ -4,8 +4,8 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::{bar_frame, color, err, label, Chart, PlotError, FONT};
-use crate::analysis::aggregate::Group;
+use super::chart::{bar_frame, color, err, label, Chart, PlotError, FONT};
+use crate::analysis::summary::Group;
 
 /// The layers that make up what a run sends and receives.
 pub const STACK: [&str; 6] = [

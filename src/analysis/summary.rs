@@ -1,0 +1,168 @@
+//! The summary of a run: per scenario × mode × model groups, per query rows and paired
+//! tests — what every report and the CI gate read, as `summary.json` holds it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::stats::{PassK, Rate};
+
+/// Protocol counters whose rate (share of outcomes where the counter is above zero)
+/// is reported, each with its Wilson interval.
+pub const PROTOCOL_RATES: [&str; 13] = [
+    "blind_calls",
+    "unknown_target",
+    "bad_subcommand",
+    "schema_violation",
+    "not_loaded",
+    "unloaded_calls",
+    "repeat_call",
+    "overfetch",
+    "hit_max_turns",
+    "empty_answers",
+    "text_calls",
+    "refusals",
+    "truncated",
+];
+
+/// The ledger layers, in report order.
+pub const LAYERS: [&str; 9] = [
+    "system",
+    "tool_defs",
+    "fetched",
+    "results",
+    "output",
+    "selection",
+    "first_turn",
+    "billed_input",
+    "peak_context",
+];
+
+/// Median and 95th percentile (linear interpolation) of one token layer.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stat {
+    pub median: f64,
+    pub p95: f64,
+}
+
+/// One scenario × mode × model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    /// Outcomes scored (infra errors excluded).
+    pub n: u64,
+    pub infra_errors: u64,
+    pub catalog_size: u64,
+    pub exact: Rate,
+    pub first_call_correct: Rate,
+    pub forbidden_hit: Rate,
+    /// Share of outcomes with at least one protocol error.
+    pub protocol_error: Rate,
+    /// Per protocol counter ([`PROTOCOL_RATES`]), the share of outcomes where it
+    /// fired. Empty in summaries written before it existed.
+    #[serde(default)]
+    pub protocol_rates: BTreeMap<String, Rate>,
+    pub abstain: Option<Rate>,
+    pub args_ok: Option<Rate>,
+    pub schema_valid: Option<Rate>,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub tokens: BTreeMap<String, Stat>,
+    /// `1 - median(first_turn) / median(first_turn of legacy)`, same scenario and model.
+    pub savings_first_turn: Option<f64>,
+    /// The same for billed input tokens.
+    pub savings_billed: Option<f64>,
+    pub pass: PassK,
+    /// What the provider reported it billed, summed over the group's outcomes that
+    /// carry usage (real models only), beside discbench's own count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_usage: Option<ProviderUsage>,
+    /// What the group cost, when its model has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<Cost>,
+}
+
+/// Provider usage of a group, summed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProviderUsage {
+    /// Outcomes that carry usage.
+    pub outcomes: u64,
+    pub input: u64,
+    pub output: u64,
+    pub cached_input: u64,
+    /// discbench's `billed_input` (tiktoken) summed over the same outcomes.
+    pub counted_input: u64,
+    /// `input / counted_input`: how far the bill is from the count of the sent text
+    /// (providers render tool definitions their own way and add framing).
+    pub ratio: f64,
+}
+
+/// The cost of a group in US dollars.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Cost {
+    pub outcomes: u64,
+    pub total: f64,
+    /// Per outcome.
+    pub mean: f64,
+}
+
+/// A paired McNemar test of exact match between two modes on the same queries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pair {
+    pub scenario: String,
+    pub model: String,
+    pub mode_a: String,
+    pub mode_b: String,
+    /// Paired items (query × repeat) present under both modes.
+    pub n: u64,
+    /// Right under `mode_a` only.
+    pub a_only: u64,
+    /// Right under `mode_b` only.
+    pub b_only: u64,
+    /// Exact two-sided binomial p-value of the discordant pairs.
+    pub p_value: f64,
+}
+
+/// One query × mode × model, for `compare` and the drill-down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryRow {
+    pub scenario: String,
+    pub mode: String,
+    pub model: String,
+    pub query_id: String,
+    /// Outcomes scored (infra errors excluded); 0 when every outcome of the query
+    /// was an infra error.
+    pub n: u64,
+    pub exact: u64,
+    pub first_turn: f64,
+    /// Outcomes of this query that were infra errors (not in `n`).
+    #[serde(default)]
+    pub infra: u64,
+}
+
+/// Everything a report shows, computed from the outcomes alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub run_id: String,
+    pub tokenizer: String,
+    pub outcomes: u64,
+    pub groups: Vec<Group>,
+    pub pairs: Vec<Pair>,
+    pub queries: Vec<QueryRow>,
+    /// The work items the run directory was planned to hold (from its `run.json`);
+    /// when more than `outcomes`, the run is incomplete.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned: Option<u64>,
+}
+
+impl Summary {
+    /// `(done, planned)` when the run holds fewer outcomes than it planned.
+    pub fn incomplete(&self) -> Option<(u64, u64)> {
+        self.planned
+            .filter(|p| self.outcomes < *p)
+            .map(|p| (self.outcomes, p))
+    }
+}

@@ -1,0 +1,253 @@
+//! The command line as clap parses it: one struct per command, raw values only
+//! ([`super::config`] turns them into a validated configuration).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "discbench",
+    version,
+    about = "Measure how LLM agents should be shown large tool catalogs"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run scenarios under modes and models; write outcomes and print a summary.
+    Run(Box<RunArgs>),
+    /// Print the static token ledger of each scenario under each mode (no model).
+    Tokens(TokensArgs),
+    /// Check scenario, catalog-fragment and MCP-dump files without running anything.
+    Validate(ValidateArgs),
+    /// Re-render every report of a run from its outcomes.jsonl (no model is called).
+    Report(ReportArgs),
+    /// Judge a run against a baseline; exit 1 on any regression.
+    Compare(CompareArgs),
+    /// Join the run directories of shards (`run --shard K/N`) into one run.
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Shard run directories of one plan.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// The run directory to make (it must not hold outcomes yet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Compare the merged run with this baseline; exit 1 on regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run directory (holding outcomes.jsonl).
+    pub run_dir: PathBuf,
+    /// A baseline run directory or summary.json to compare with.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Baseline: a run directory or a summary.json.
+    pub baseline: PathBuf,
+    /// Current: a run directory or a summary.json.
+    pub current: PathBuf,
+    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+    /// Where to write the verdict as Markdown [default: CURRENT/compare.md when CURRENT is a directory]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct Common {
+    /// Scenario files or directories [default: scenarios]
+    pub scenarios: Vec<PathBuf>,
+    /// Modes: presets (progressive, legacy, inline) or specs like
+    /// `skills=inline,mcp=legacy,selection=off`; repeat or separate with `;`.
+    /// Default: all presets, or the mode set by *_TOOL_MODE variables.
+    #[arg(long = "mode", value_name = "MODE")]
+    pub modes: Vec<String>,
+    /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// A directory of prompt templates overriding the built-in ones, file by file.
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// The selection step runs when a mode offers more tools than this
+    /// [default: $REACT_TOOL_SELECTION_THRESHOLD or 12]
+    #[arg(long)]
+    pub selection_threshold: Option<usize>,
+    /// The selection step keeps at most this many tools, pinned ones aside
+    /// [default: $REACT_TOOL_SELECTION_MAX or 6]
+    #[arg(long)]
+    pub selection_max: Option<usize>,
+    /// Calls of tools that exist but were not loaded: run (as FIM One) or refuse
+    /// [default: run]
+    #[arg(long, value_name = "run|refuse", value_parser = crate::strategy::UnloadedCalls::parse)]
+    pub unloaded_calls: Option<crate::strategy::UnloadedCalls>,
+    /// Rows a database query returns at most [default: 1000]
+    #[arg(long)]
+    pub row_limit: Option<usize>,
+    /// Connector and MCP results are cut to this many characters [default: 50000, or
+    /// $CONNECTOR_RESPONSE_MAX_CHARS for connectors and $TOOL_OUTPUT_MAX_CHARS for MCP]
+    #[arg(long)]
+    pub result_max_chars: Option<usize>,
+    /// Top-level JSON arrays in connector and MCP results keep this many items
+    /// [default: 10, or $CONNECTOR_RESPONSE_MAX_ITEMS / $TOOL_OUTPUT_MAX_ITEMS]
+    #[arg(long)]
+    pub result_max_items: Option<usize>,
+    /// Estimated tokens (characters / 4) of all tool results of one query; 0 = no
+    /// budget [default: $REACT_TOOL_RESULT_BUDGET or 40000]
+    #[arg(long)]
+    pub result_budget: Option<usize>,
+    /// Skill stub descriptions are cut to this many characters, `...` included
+    /// [default: $SKILL_STUB_DESC_LENGTH or 120]
+    #[arg(long)]
+    pub skill_stub_chars: Option<usize>,
+    /// The protocol settings a resumed run recorded: used whole, so that neither the
+    /// flags nor the environment of the resuming shell can change them.
+    #[arg(skip)]
+    pub recorded_protocol: Option<Box<crate::strategy::ProtocolConfig>>,
+}
+
+impl Common {
+    /// The protocol flags as given.
+    pub fn protocol_flags(&self) -> crate::strategy::config::ProtocolFlags {
+        crate::strategy::config::ProtocolFlags {
+            selection_threshold: self.selection_threshold,
+            selection_max: self.selection_max,
+            unloaded: self.unloaded_calls,
+            row_limit: self.row_limit,
+            result_max_chars: self.result_max_chars,
+            result_max_items: self.result_max_items,
+            result_budget: self.result_budget,
+            skill_stub_chars: self.skill_stub_chars,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Models: oracle, lexical (repeatable) [default: oracle and lexical]
+    #[arg(long = "model", value_name = "MODEL")]
+    pub models: Vec<String>,
+    /// Times each query is run per mode and model [default: 1]
+    #[arg(long)]
+    pub repeat: Option<usize>,
+    /// Agent-loop rounds per query (a scenario's agent.max_turns wins) [default: 10]
+    #[arg(long)]
+    pub max_turns: Option<usize>,
+    /// Where run directories are made.
+    #[arg(long, default_value = "reports", conflicts_with = "resume")]
+    pub out: PathBuf,
+    /// The run's id (its directory name) [default: a UTC timestamp]
+    #[arg(long, conflicts_with = "resume")]
+    pub run_id: Option<String>,
+    /// With --resume: run again the work items whose outcome is an infra error (those
+    /// outcomes are moved to RUN_DIR/outcomes.infra, not deleted).
+    #[arg(long, requires = "resume")]
+    pub rerun_infra: bool,
+    /// Stop starting new work items once the finished ones cost this much (US
+    /// dollars, from provider usage and the models' prices); the run stays resumable.
+    #[arg(long, value_name = "USD")]
+    pub max_cost_usd: Option<f64>,
+    /// Keep every model answer in RUN_DIR/recordings.jsonl, keyed by a hash of its
+    /// request, for `--model replay:RUN_DIR`.
+    #[arg(long)]
+    pub record: bool,
+    /// Episodes in flight at once.
+    #[arg(long, default_value_t = crate::runner::DEFAULT_JOBS)]
+    pub jobs: usize,
+    /// Run only slice K of N of the plan (deterministic; join the shards with `merge`).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+    /// Finish an interrupted run: run only the work items of RUN_DIR that have no
+    /// outcome yet, with the configuration its run.json records.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Retries of a model request that failed in a way that may pass (429, 5xx, timeout).
+    #[arg(long, default_value_t = crate::runner::retry::DEFAULT_MAX_RETRIES)]
+    pub max_retries: u32,
+    #[command(flatten)]
+    pub endpoints: EndpointArgs,
+    /// Never draw a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Compare the run with this baseline (run directory or summary.json); exit 1 on regression.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    #[arg(long = "threshold", value_name = "METRIC=VALUE")]
+    pub thresholds: Vec<String>,
+}
+
+/// How the HTTP model backends are reached (keys come from the environment only).
+#[derive(Args, Debug, Clone, Default)]
+pub struct EndpointArgs {
+    /// A YAML file naming model endpoints (name, provider, model, base URL, the
+    /// environment variable holding the key, sampling, prices); `--model NAME` picks one.
+    #[arg(long = "models", value_name = "FILE")]
+    pub models_file: Option<PathBuf>,
+    /// Base URL for `openai:<model>` [default: OPENAI_BASE_URL, else OpenAI's]
+    #[arg(long, value_name = "URL")]
+    pub openai_base_url: Option<String>,
+    /// Base URL for `anthropic:<model>` [default: ANTHROPIC_BASE_URL, else Anthropic's]
+    #[arg(long, value_name = "URL")]
+    pub anthropic_base_url: Option<String>,
+    /// Seconds before a model request times out (and is retried).
+    #[arg(long, default_value_t = 120.0)]
+    pub request_timeout: f64,
+    /// Sampling temperature sent to HTTP models (a models-file entry's own wins).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Output token limit sent to HTTP models.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Sampling seed sent to models that take one.
+    #[arg(long)]
+    pub seed: Option<i64>,
+    /// At most this many requests per minute to each HTTP model (a models-file
+    /// entry's own limit wins).
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
+    /// At most this many tokens (provider usage) per minute to each HTTP model.
+    #[arg(long, value_name = "N")]
+    pub tokens_per_minute: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+pub struct TokensArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// Print the exact context each mode renders: system prompt and tool definitions.
+    #[arg(long)]
+    pub show: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Files or directories [default: scenarios]
+    pub paths: Vec<PathBuf>,
+    /// Also list, per query, the expected or allowed tools that have no fixture
+    /// response (they would answer `{"status":"ok"}`).
+    #[arg(long)]
+    pub fixtures: bool,
+}

@@ -1,0 +1,29 @@
+//! What went wrong in a command, by exit code ([`crate::exit`]).
+
+use crate::error::InputErrors;
+use crate::exit;
+
+/// What went wrong, by exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("{0}")]
+    Input(#[from] InputErrors),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0:#}")]
+    Infra(anyhow::Error),
+}
+
+impl Failure {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Failure::Input(_) | Failure::Usage(_) => exit::BAD_INPUT,
+            Failure::Infra(_) => exit::INFRA,
+        }
+    }
+}
+
+/// Output that failed to be written (stdout): the machine's failure.
+pub(crate) fn io(e: std::io::Error) -> Failure {
+    Failure::Infra(e.into())
+}
