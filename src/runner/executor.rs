@@ -241,8 +241,8 @@ mod tests {
 
     use super::*;
     use crate::model::{Answer, GroundTruth, ModelError, Request, Session};
+    use crate::runner::config::RunConfig;
     use crate::runner::events::Recorder;
-    use crate::runner::RunConfig;
     use crate::strategy::{Mode, ProtocolConfig, Templates};
     use crate::tokens::Encoding;
     use crate::wire::Response;

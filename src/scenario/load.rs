@@ -1,0 +1,605 @@
+//! Loading: a YAML or JSON file parsed (unknown fields are errors, with the field path
+//! and line), its includes resolved — catalog fragments and real MCP `tools/list`
+//! dumps — and `content_file` and `seed_sql` read, every file hashed for `run.json`;
+//! then checked ([`super::check`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::check::{Checker, Kind2};
+use super::raw::{RawCatalog, RawMcpDump, RawResponse, RawScenario};
+use super::types::{Agent, FileKind, Scenario};
+use crate::catalog::{
+    Action, Builtin, Catalog, Connector, Database, McpServer, McpTool, Skill, Table,
+};
+use crate::disclosure::Disclosure;
+use crate::error::{InputError, InputErrors};
+
+pub use crate::catalog::RESERVED_TOOL_NAMES;
+
+/// Loads every scenario under `paths` (files, or directories whose `*.yaml`, `*.yml`
+/// and `*.json` files are scenarios), reporting all errors together.
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, InputErrors> {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    for p in paths {
+        match expand(p) {
+            Ok(mut f) => files.append(&mut f),
+            Err(e) => errors.push(e),
+        }
+    }
+    let mut out = Vec::new();
+    for f in &files {
+        match load(f) {
+            Ok(s) => out.push(s),
+            Err(mut e) => errors.append(&mut e.0),
+        }
+    }
+    let mut seen = HashMap::new();
+    for s in &out {
+        if let Some(prev) = seen.insert(s.name.clone(), s.path.clone()) {
+            errors.push(InputError::new(
+                &s.path,
+                "name",
+                format!(
+                    "scenario name `{}` is also used by {}",
+                    s.name,
+                    prev.display()
+                ),
+            ));
+        }
+    }
+    if files.is_empty() && errors.is_empty() {
+        errors.push(InputError::new(
+            Path::new(paths.first().map(|p| p.as_path()).unwrap_or(Path::new("."))),
+            "",
+            "no scenario files (*.yaml, *.yml, *.json) found",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(InputErrors(errors))
+    }
+}
+
+/// The scenario files a path stands for: the file itself, or a directory's
+/// `*.yaml|*.yml|*.json` files in name order.
+pub fn expand(p: &Path) -> Result<Vec<PathBuf>, InputError> {
+    if p.is_dir() {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| InputError::new(p, "", format!("cannot read directory: {e}")))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|f| f.is_file() && is_data_file(f))
+            .collect();
+        v.sort();
+        Ok(v)
+    } else if p.is_file() {
+        Ok(vec![p.to_path_buf()])
+    } else {
+        Err(InputError::new(p, "", "no such file or directory"))
+    }
+}
+
+fn is_data_file(p: &Path) -> bool {
+    matches!(
+        p.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+/// Checks one file of any kind (scenario, catalog fragment, MCP dump) without running
+/// anything. Returns what kind it was.
+pub fn validate_file(path: &Path) -> Result<FileKind, InputErrors> {
+    let text = read(path)?;
+    let kind = sniff(path, &text)?;
+    match kind {
+        FileKind::Scenario => load(path).map(|_| kind),
+        FileKind::CatalogFragment | FileKind::McpDump => {
+            let mut cx = Loader::default();
+            let mut cat = Catalog::default();
+            cx.include_file(path, None, None, &mut cat, 0);
+            let responses = std::mem::take(&mut cx.responses);
+            cx.check.check_catalog(path, &mut cat, responses);
+            cx.check.finish(kind)
+        }
+    }
+}
+
+fn sniff(path: &Path, text: &str) -> Result<FileKind, InputErrors> {
+    let v: Value = parse_value(path, text)?;
+    let Some(obj) = v.as_object() else {
+        return Err(InputError::new(path, "", "the document must be a mapping").into());
+    };
+    Ok(if obj.contains_key("queries") || obj.contains_key("name") {
+        FileKind::Scenario
+    } else if obj.contains_key("tools") {
+        FileKind::McpDump
+    } else {
+        FileKind::CatalogFragment
+    })
+}
+
+/// Loads and validates one scenario file.
+pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
+    let text = read(path)?;
+    let raw: RawScenario = parse(path, &text)?;
+    let mut cx = Loader::default();
+    cx.source(path, &text);
+    cx.check.texts.insert(path.to_path_buf(), text);
+    let mut catalog = Catalog::default();
+    cx.add_catalog(path, "catalog", raw.catalog, &mut catalog, 0);
+    let responses = std::mem::take(&mut cx.responses);
+    cx.check.check_catalog(path, &mut catalog, responses);
+
+    let mut agent = Agent {
+        instructions: raw.agent.instructions,
+        max_turns: raw.agent.max_turns,
+        ..Agent::default()
+    };
+    if agent.max_turns == Some(0) {
+        cx.check.err(path, "agent.max_turns", "must be at least 1");
+    }
+    for (kind, v) in raw.agent.modes {
+        match Disclosure::parse_for(kind, &v) {
+            Ok(d) => {
+                agent.modes.insert(kind, d);
+            }
+            Err(e) => cx.check.err(
+                path,
+                &format!("agent.modes.{}", kind.as_str()),
+                e.to_string(),
+            ),
+        }
+    }
+    if raw.name.trim().is_empty() {
+        cx.check.err(path, "name", "must not be empty");
+    }
+    if raw.queries.is_empty() {
+        cx.check
+            .err(path, "queries", "a scenario needs at least one query");
+    }
+    let queries = cx.check.queries(path, raw.queries, &catalog);
+    if cx.check.errors.is_empty() {
+        // Real SQL checks only once the catalog itself is sound.
+        cx.check.check_sql(path, &catalog, &queries);
+    }
+    let sources = std::mem::take(&mut cx.sources);
+    cx.check.finish(())?;
+    Ok(Scenario {
+        name: raw.name,
+        description: raw.description,
+        path: path.to_path_buf(),
+        catalog: Arc::new(catalog),
+        agent,
+        queries,
+        sources,
+    })
+}
+
+fn read(path: &Path) -> Result<String, InputError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))
+}
+
+fn is_json(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some("json")
+}
+
+/// Deserializes YAML or JSON (by extension) with the field path of any error.
+fn parse<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<T, InputError> {
+    if is_json(path) {
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let line = Some(e.inner().line()).filter(|l| *l > 0);
+            let msg = strip_location(&e.inner().to_string());
+            InputError::new(path, field_path(e.path()), msg).at_line(line)
+        })
+    } else {
+        let de = serde_yaml_ng::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let line = e.inner().location().map(|l| l.line());
+            let msg = strip_location(&e.inner().to_string());
+            InputError::new(path, field_path(e.path()), msg).at_line(line)
+        })
+    }
+}
+
+fn parse_value(path: &Path, text: &str) -> Result<Value, InputError> {
+    parse(path, text)
+}
+
+fn field_path(p: &serde_path_to_error::Path) -> String {
+    let s = p.to_string();
+    if s == "." {
+        String::new()
+    } else {
+        s
+    }
+}
+
+/// Removes the parser's own " at line L column C" suffix and "path: " prefix; the
+/// error carries both separately.
+fn strip_location(msg: &str) -> String {
+    let msg = match msg.rfind(" at line ") {
+        Some(i) if msg[i..].contains(" column ") => &msg[..i],
+        _ => msg,
+    };
+    // serde_yaml_ng prefixes its own copy of the path.
+    match msg.split_once(": ") {
+        Some((pre, rest))
+            if !pre.is_empty()
+                && pre
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "_.[]".contains(c)) =>
+        {
+            rest.to_string()
+        }
+        _ => msg.to_string(),
+    }
+}
+
+#[derive(Default)]
+struct Loader {
+    check: Checker,
+    /// Every file read, with the content hash of what was read.
+    sources: BTreeMap<PathBuf, String>,
+    /// `responses:` entries, resolved once the whole catalog is known: (file, path, entry).
+    responses: Vec<(PathBuf, String, RawResponse)>,
+}
+
+impl Loader {
+    fn source(&mut self, path: &Path, text: &str) {
+        self.sources.insert(
+            path.to_path_buf(),
+            crate::hash::content_hash(text.as_bytes()),
+        );
+    }
+    fn add_catalog(
+        &mut self,
+        file: &Path,
+        at: &str,
+        raw: RawCatalog,
+        out: &mut Catalog,
+        depth: usize,
+    ) {
+        let base = file.parent().unwrap_or(Path::new("."));
+        for (i, inc) in raw.include.iter().enumerate() {
+            let p = format!("{at}.include[{i}]");
+            let (rel, name, description) = match inc {
+                Value::String(s) => (s.clone(), None, None),
+                Value::Object(o) => {
+                    let mut bad = false;
+                    for k in o.keys() {
+                        if !matches!(k.as_str(), "path" | "name" | "description") {
+                            self.check.err(
+                                file,
+                                &format!("{p}.{k}"),
+                                "unknown field; an include has path, name and description",
+                            );
+                            bad = true;
+                        }
+                    }
+                    let Some(rel) = o.get("path").and_then(Value::as_str) else {
+                        self.check.err(file, &p, "an include object needs `path`");
+                        continue;
+                    };
+                    if bad {
+                        continue;
+                    }
+                    let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
+                    (rel.to_string(), s("name"), s("description"))
+                }
+                _ => {
+                    self.check.err(
+                        file,
+                        &p,
+                        "an include is a path or {path, name, description}",
+                    );
+                    continue;
+                }
+            };
+            let target = base.join(&rel);
+            if !target.is_file() {
+                self.check.err_at(
+                    file,
+                    &p,
+                    &rel,
+                    1,
+                    format!(
+                        "included file `{rel}` does not exist (paths are relative to this file)"
+                    ),
+                );
+                continue;
+            }
+            if depth > 8 {
+                self.check
+                    .err(file, &p, "includes nest deeper than 8 levels (a cycle?)");
+                continue;
+            }
+            self.include_file(&target, name, description, out, depth + 1);
+        }
+
+        for (i, s) in raw.skills.into_iter().enumerate() {
+            let p = format!("{at}.skills[{i}]");
+            let content = match (s.content, s.content_file) {
+                (Some(c), None) => c,
+                (None, Some(f)) => match std::fs::read_to_string(base.join(&f)) {
+                    Ok(c) => {
+                        self.source(&base.join(&f), &c);
+                        c
+                    }
+                    Err(e) => {
+                        self.check.err_at(
+                            file,
+                            &format!("{p}.content_file"),
+                            &f,
+                            1,
+                            format!("cannot read `{f}`: {e}"),
+                        );
+                        continue;
+                    }
+                },
+                (Some(_), Some(_)) => {
+                    self.check
+                        .err(file, &p, "give either content or content_file, not both");
+                    continue;
+                }
+                (None, None) => {
+                    self.check
+                        .err(file, &p, "a skill needs content or content_file");
+                    continue;
+                }
+            };
+            if content.trim().is_empty() {
+                self.check.err(file, &p, "the skill's content is empty");
+            }
+            self.check.origin(Kind2::Skill, &s.name, file, &p);
+            out.skills.push(Skill {
+                name: s.name,
+                description: s.description,
+                content,
+            });
+        }
+        for (i, c) in raw.connectors.into_iter().enumerate() {
+            let p = format!("{at}.connectors[{i}]");
+            self.check.origin(Kind2::Connector, &c.name, file, &p);
+            let actions = c
+                .actions
+                .into_iter()
+                .enumerate()
+                .map(|(j, a)| {
+                    self.check.check_schema(
+                        file,
+                        &format!("{p}.actions[{j}].parameters"),
+                        &a.parameters,
+                    );
+                    Action {
+                        name: a.name,
+                        description: a.description,
+                        method: a.method,
+                        path: a.path,
+                        parameters: a.parameters,
+                        response: a.response,
+                    }
+                })
+                .collect::<Vec<_>>();
+            self.check.dupes(
+                file,
+                &format!("{p}.actions"),
+                actions.iter().map(|a| a.name.as_str()),
+                "action",
+            );
+            out.connectors.push(Connector {
+                name: c.name,
+                description: c.description,
+                actions,
+            });
+        }
+        for (i, d) in raw.databases.into_iter().enumerate() {
+            let p = format!("{at}.databases[{i}]");
+            self.check.origin(Kind2::Database, &d.name, file, &p);
+            let seed_sql = match &d.seed_sql {
+                None => None,
+                Some(f) => match std::fs::read_to_string(base.join(f)) {
+                    Ok(sql) => {
+                        self.source(&base.join(f), &sql);
+                        Some(sql)
+                    }
+                    Err(e) => {
+                        self.check.err_at(
+                            file,
+                            &format!("{p}.seed_sql"),
+                            f,
+                            1,
+                            format!("cannot read `{f}`: {e}"),
+                        );
+                        None
+                    }
+                },
+            };
+            let tables: Vec<Table> = d
+                .tables
+                .into_iter()
+                .map(|t| Table {
+                    name: t.name,
+                    description: t.description,
+                    columns: t.columns.into_iter().map(Into::into).collect(),
+                })
+                .collect();
+            self.check.dupes(
+                file,
+                &format!("{p}.tables"),
+                tables.iter().map(|t| t.name.as_str()),
+                "table",
+            );
+            for (j, t) in tables.iter().enumerate() {
+                self.check.dupes(
+                    file,
+                    &format!("{p}.tables[{j}].columns"),
+                    t.columns.iter().map(|c| c.name.as_str()),
+                    "column",
+                );
+            }
+            if tables.is_empty() {
+                self.check.err(
+                    file,
+                    &format!("{p}.tables"),
+                    "a database needs at least one table",
+                );
+            }
+            out.databases.push(Database {
+                name: d.name,
+                description: d.description,
+                tables,
+                seed_sql,
+            });
+        }
+        for (i, s) in raw.mcp_servers.into_iter().enumerate() {
+            let p = format!("{at}.mcp_servers[{i}]");
+            self.check.origin(Kind2::Mcp, &s.name, file, &p);
+            let tools: Vec<McpTool> = s
+                .tools
+                .into_iter()
+                .enumerate()
+                .map(|(j, t)| {
+                    self.check.check_schema(
+                        file,
+                        &format!("{p}.tools[{j}].inputSchema"),
+                        &t.input_schema,
+                    );
+                    McpTool {
+                        name: t.name,
+                        description: t.description,
+                        input_schema: t.input_schema,
+                        response: t.response,
+                    }
+                })
+                .collect();
+            self.check.dupes(
+                file,
+                &format!("{p}.tools"),
+                tools.iter().map(|t| t.name.as_str()),
+                "tool",
+            );
+            out.mcp_servers.push(McpServer {
+                name: s.name,
+                description: s.description,
+                tools,
+            });
+        }
+        for (i, r) in raw.responses.into_iter().enumerate() {
+            self.responses
+                .push((file.to_path_buf(), format!("{at}.responses[{i}]"), r));
+        }
+        for (i, b) in raw.builtins.into_iter().enumerate() {
+            let p = format!("{at}.builtins[{i}]");
+            self.check.origin(Kind2::Builtin, &b.name, file, &p);
+            self.check
+                .check_schema(file, &format!("{p}.parameters"), &b.parameters);
+            out.builtins.push(Builtin {
+                name: b.name,
+                description: b.description,
+                category: b.category,
+                parameters: b.parameters,
+                response: b.response,
+            });
+        }
+    }
+
+    /// Reads an included file: a catalog fragment, or a real MCP `tools/list` dump.
+    fn include_file(
+        &mut self,
+        path: &Path,
+        name: Option<String>,
+        description: Option<String>,
+        out: &mut Catalog,
+        depth: usize,
+    ) {
+        let text = match read(path) {
+            Ok(t) => t,
+            Err(e) => return self.check.errors.push(e),
+        };
+        let kind = match sniff(path, &text) {
+            Ok(k) => k,
+            Err(mut e) => return self.check.errors.append(&mut e.0),
+        };
+        self.source(path, &text);
+        self.check.texts.insert(path.to_path_buf(), text.clone());
+        match kind {
+            FileKind::McpDump => match parse::<RawMcpDump>(path, &text) {
+                Ok(dump) => {
+                    let info = dump.server_info;
+                    let Some(name) = name.or_else(|| info.as_ref().map(|i| i.name.clone())) else {
+                        return self.check.err(
+                            path,
+                            "serverInfo.name",
+                            "an MCP dump without serverInfo needs `name` in its include",
+                        );
+                    };
+                    let description = description
+                        .or_else(|| info.as_ref().and_then(|i| i.description.clone()))
+                        .unwrap_or_else(|| match &info {
+                            Some(i) => {
+                                let title = i.title.clone().unwrap_or_else(|| i.name.clone());
+                                match &i.version {
+                                    Some(v) => format!("{title} {v} (MCP server)"),
+                                    None => format!("{title} (MCP server)"),
+                                }
+                            }
+                            None => format!("{name} (MCP server)"),
+                        });
+                    let tools: Vec<McpTool> = dump
+                        .tools
+                        .into_iter()
+                        .enumerate()
+                        .map(|(j, t)| {
+                            self.check.check_schema(
+                                path,
+                                &format!("tools[{j}].inputSchema"),
+                                &t.input_schema,
+                            );
+                            McpTool {
+                                name: t.name,
+                                description: t.description,
+                                input_schema: t.input_schema,
+                                response: None,
+                            }
+                        })
+                        .collect();
+                    self.check
+                        .dupes(path, "tools", tools.iter().map(|t| t.name.as_str()), "tool");
+                    self.check
+                        .origin(Kind2::Mcp, &name, path, "serverInfo.name");
+                    out.mcp_servers.push(McpServer {
+                        name,
+                        description,
+                        tools,
+                    });
+                }
+                Err(e) => self.check.errors.push(e),
+            },
+            FileKind::CatalogFragment => {
+                if name.is_some() || description.is_some() {
+                    self.check.err(
+                        path,
+                        "",
+                        "`name`/`description` in an include apply only to MCP tools/list dumps",
+                    );
+                }
+                match parse::<RawCatalog>(path, &text) {
+                    Ok(raw) => self.add_catalog(path, "", raw, out, depth),
+                    Err(e) => self.check.errors.push(e),
+                }
+            }
+            FileKind::Scenario => self.check.err(
+                path,
+                "",
+                "a scenario cannot be included; include catalog fragments or MCP dumps",
+            ),
+        }
+    }
+}

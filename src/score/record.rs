@@ -1,0 +1,201 @@
+//! What scoring reads and writes: each call as the runner recorded it
+//! ([`CallRecord`]), the selection metrics of an outcome ([`Score`]), and its protocol
+//! counters ([`Protocol`], counted by [`protocol`]), with the test for a call written
+//! out as text instead of made.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::catalog::Address;
+use crate::strategy::ProtocolError;
+
+/// What a call was: a real call, a discovery (protocol), or a refused one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallEffect {
+    Executed,
+    Fetched,
+    Error,
+}
+
+impl CallEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CallEffect::Executed => "executed",
+            CallEffect::Fetched => "fetched",
+            CallEffect::Error => "error",
+        }
+    }
+}
+
+/// One call as the runner recorded it, with what it meant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub turn: usize,
+    pub tool: String,
+    pub arguments: String,
+    pub effect: CallEffect,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address: Option<Address>,
+    /// Addresses whose definitions this call brought into the context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fetched: Vec<Address>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ProtocolError>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schema_errors: Vec<String>,
+    #[serde(default)]
+    pub blind: bool,
+    /// For executed calls, the parsed arguments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// Skills whose full text was in the context when this call was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills_in_context: Vec<String>,
+    /// The tool called exists but was not loaded by the selection step.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unloaded: bool,
+}
+
+/// The selection metrics of one outcome.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub exact: bool,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub first_call_correct: bool,
+    /// `Some` only when no call was expected: whether none was made.
+    pub abstain_ok: Option<bool>,
+    pub forbidden_hit: bool,
+    /// `Some` when a non-skill call was expected: every one was executed with
+    /// arguments that pass the BFCL checks (or, for SQL, return the reference rows).
+    pub args_ok: Option<bool>,
+    /// `Some` when something was executed: every executed call's arguments validate.
+    pub schema_valid: Option<bool>,
+    pub predicted: Vec<Address>,
+}
+
+/// Protocol counters of one outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Protocol {
+    pub discovery_calls: usize,
+    pub blind_calls: usize,
+    pub unknown_target: usize,
+    pub bad_subcommand: usize,
+    pub schema_violation: usize,
+    pub not_loaded: usize,
+    /// Calls of tools not loaded that ran anyway (the default, as in FIM One): a
+    /// protocol event, not an error.
+    #[serde(default)]
+    pub unloaded_calls: usize,
+    pub repeat_call: usize,
+    pub overfetch: usize,
+    pub turns: usize,
+    pub hit_max_turns: bool,
+    /// Answers with neither text nor a call.
+    #[serde(default)]
+    pub empty_answers: usize,
+    /// Answers that wrote a tool call as text instead of making it.
+    #[serde(default)]
+    pub text_calls: usize,
+    /// Answers the provider marked as a refusal.
+    #[serde(default)]
+    pub refusals: usize,
+    /// Answers cut by the output token limit.
+    #[serde(default)]
+    pub truncated: usize,
+}
+
+impl Protocol {
+    /// Protocol errors: unknown targets, bad subcommands, schema violations, calls to
+    /// tools not loaded, and the model's own misbehaviour (empty answers, calls
+    /// written as text, refusals, answers cut by the token limit).
+    pub fn errors(&self) -> usize {
+        self.unknown_target
+            + self.bad_subcommand
+            + self.schema_violation
+            + self.not_loaded
+            + self.empty_answers
+            + self.text_calls
+            + self.refusals
+            + self.truncated
+    }
+}
+
+/// Whether an answer's text is a tool call written out instead of made: the text (a
+/// fenced block's content, or after a `<tool_call>` tag) parses as a JSON object, or
+/// an array of them, whose `name` (or `function.name`) is one of the offered tools.
+pub fn is_text_call(text: &str, offered: &[&str]) -> bool {
+    let mut t = text.trim();
+    if let Some(rest) = t.split_once("<tool_call>").map(|(_, r)| r) {
+        t = rest.split("</tool_call>").next().unwrap_or(rest).trim();
+    }
+    if let Some(rest) = t.strip_prefix("```") {
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+        t = rest.split("```").next().unwrap_or(rest).trim();
+    }
+    let names = |v: &Value| -> bool {
+        let name = v
+            .get("name")
+            .or_else(|| v.get("function").and_then(|f| f.get("name")))
+            .and_then(Value::as_str);
+        name.is_some_and(|n| offered.contains(&n))
+    };
+    match serde_json::from_str::<Value>(t) {
+        Ok(v @ Value::Object(_)) => names(&v),
+        Ok(Value::Array(a)) => !a.is_empty() && a.iter().all(names),
+        _ => false,
+    }
+}
+
+/// Counts the protocol events of an episode.
+pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Protocol {
+    let mut p = Protocol {
+        turns,
+        hit_max_turns,
+        ..Protocol::default()
+    };
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for c in calls {
+        if seen.contains(&(c.tool.as_str(), c.arguments.as_str())) {
+            p.repeat_call += 1;
+        } else {
+            seen.push((&c.tool, &c.arguments));
+        }
+        if c.unloaded && c.error != Some(ProtocolError::NotLoaded) {
+            p.unloaded_calls += 1;
+        }
+        match c.effect {
+            CallEffect::Fetched => p.discovery_calls += 1,
+            CallEffect::Executed => {
+                if c.blind {
+                    p.blind_calls += 1;
+                }
+                if !c.schema_errors.is_empty() {
+                    p.schema_violation += 1;
+                }
+            }
+            CallEffect::Error => match c.error {
+                Some(ProtocolError::UnknownTarget) => p.unknown_target += 1,
+                Some(ProtocolError::BadSubcommand) => p.bad_subcommand += 1,
+                Some(ProtocolError::SchemaViolation) => p.schema_violation += 1,
+                // Refused, not executed: a protocol error, not a blind call.
+                Some(ProtocolError::NotLoaded) => p.not_loaded += 1,
+                None => {}
+            },
+        }
+    }
+    // Definitions fetched but never used by an executed call (skills are used by
+    // being read).
+    let used: BTreeSet<&Address> = calls.iter().filter_map(|c| c.address.as_ref()).collect();
+    let fetched: BTreeSet<&Address> = calls
+        .iter()
+        .filter(|c| c.effect == CallEffect::Fetched && c.tool != "read_skill")
+        .flat_map(|c| c.fetched.iter())
+        .collect();
+    p.overfetch = fetched.difference(&used).count();
+    p
+}
