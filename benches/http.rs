@@ -6,77 +6,35 @@
 //!   every work item must still end with exactly one outcome;
 //! - peak resident memory over 10,000 requests with no latency.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+#[path = "../tests/support/server.rs"]
+mod server;
+
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion};
 use discbench::cli::{dispatch, Cli, Environment};
+use serde_json::json;
+use server::{serve_unrecorded, Reply};
 
 /// A server answering every request with "Done." after `latency`; of every 10
-/// requests, `failing` fail (half 503, half 429).
+/// requests, `failing` fail (half 503, half 429 with `retry-after-ms`).
 fn serve(latency: Duration, failing: usize) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let count = Arc::new(AtomicUsize::new(0));
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let count = count.clone();
-            std::thread::spawn(move || handle(stream, latency, failing, &count));
-        }
-    });
-    url
-}
-
-fn handle(stream: TcpStream, latency: Duration, failing: usize, count: &AtomicUsize) {
-    let mut r = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if r.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut len = 0;
-        loop {
-            let mut h = String::new();
-            if r.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end().to_ascii_lowercase();
-            if h.is_empty() {
-                break;
-            }
-            if let Some(v) = h.strip_prefix("content-length:") {
-                len = v.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; len];
-        if r.read_exact(&mut body).is_err() {
-            return;
-        }
+    let done = json!({"choices": [{"message": {"role": "assistant", "content": "Done."},
+        "finish_reason": "stop"}], "usage": {"prompt_tokens": 300, "completion_tokens": 2}});
+    serve_unrecorded(move |_, n| {
         std::thread::sleep(latency);
-        let n = count.fetch_add(1, Ordering::SeqCst);
-        let (status, extra, body) = match n % 10 {
-            k if k < failing / 2 => (503, "", "{\"error\":\"busy\"}".to_string()),
-            k if k < failing => (429, "retry-after-ms: 10\r\n", "{\"error\":\"slow down\"}".to_string()),
-            _ => (
-                200,
-                "",
-                r#"{"choices":[{"message":{"role":"assistant","content":"Done."},"finish_reason":"stop"}],"usage":{"prompt_tokens":300,"completion_tokens":2}}"#
-                    .to_string(),
+        match n % 10 {
+            k if k < failing / 2 => Reply::Json(503, vec![], json!({"error": "busy"})),
+            k if k < failing => Reply::Json(
+                429,
+                vec![("retry-after-ms", "10".to_string())],
+                json!({"error": "slow down"}),
             ),
-        };
-        let head = format!(
-            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
-            body.len()
-        );
-        if out.write_all(head.as_bytes()).is_err() || out.write_all(body.as_bytes()).is_err() {
-            return;
+            _ => Reply::Json(200, vec![], done.clone()),
         }
-    }
+    })
+    .url
 }
 
 /// Runs the tiny scenario under legacy (one request per item: the server never calls

@@ -6,6 +6,48 @@
 //! ([`catalog::Address`]), and each scored [`record::Outcome`] is one JSON line of the
 //! versioned run record; [`analysis`] aggregates and compares runs, [`report`]
 //! renders them.
+//!
+//! # Floors
+//!
+//! Every module sits on one floor and imports only from the floors below it; modules
+//! on the same floor do not import each other, and no two files import each other
+//! (inside a folder, the files import the file that defines what they use, never the
+//! `mod.rs` that declares them). `tests/layers.rs` reads every `crate::…` path under
+//! `src/` and fails, naming the file and the import, when one goes up. Top to bottom:
+//!
+//! ```text
+//! cli
+//! report
+//! analysis
+//! runner
+//! model
+//! record
+//! score
+//! strategy
+//! scenario
+//! environment
+//! ground: tokens, disclosure
+//! ground: catalog, args
+//! ground: wire, hash, error, exit
+//! ```
+//!
+//! - `cli` parses flags and dispatches; nothing imports it.
+//! - `report` renders a run (table, JSON, CSV, Markdown, JUnit, plots, HTML) from what
+//!   `analysis` computed and what the `record` holds.
+//! - `analysis` aggregates a run's outcomes and compares runs; it reads only the record.
+//! - `runner` plans a run and drives each episode: strategy, model, scoring, record.
+//! - `model` answers contexts (mock, replayed or real); the oracle alone sees the
+//!   strategy's protocol and the expectation.
+//! - `record` is the versioned outcome format: it holds scores, ledgers and protocol
+//!   settings, so it sits above what it stores.
+//! - `score` judges an episode's calls against its query's expectation.
+//! - `strategy` renders a catalog under a mode and answers the model's calls.
+//! - `scenario` loads and validates the scenario format; it knows catalogs, the
+//!   disclosure vocabulary and the databases it checks reference SQL on, no strategy.
+//! - `environment` is the world calls act on: fixture responses and seeded SQLite.
+//! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
+//!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
+//!   `args` compares argument values; `wire`, `hash`, `error` and `exit` stand alone.
 
 pub mod analysis;
 pub mod args;

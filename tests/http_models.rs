@@ -4,147 +4,16 @@
 //! 429 / 5xx / timeouts / cut bodies / malformed JSON mapped and retried or recorded as
 //! infra errors, the concurrency limit, and the API key never reaching a file.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-
-/// One request as the server saw it.
-#[derive(Debug, Clone)]
-struct Seen {
-    /// When the request arrived.
-    at: std::time::Instant,
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-/// What the server answers.
-enum Reply {
-    Json(u16, Vec<(&'static str, String)>, Value),
-    /// Waits, then answers.
-    Slow(Duration, Value),
-    /// Promises more bytes than it sends, then closes.
-    Cut,
-    /// A complete body that is not JSON.
-    NotJson,
-}
-
-type Script = dyn Fn(&Seen, usize) -> Reply + Send + Sync;
-
-struct Server {
-    url: String,
-    seen: Arc<Mutex<Vec<Seen>>>,
-    peak: Arc<AtomicUsize>,
-}
-
-/// Starts a server on 127.0.0.1 that answers each request with `script(request, n)`
-/// (`n`: how many requests came before). It serves until the test process ends.
-fn serve(script: impl Fn(&Seen, usize) -> Reply + Send + Sync + 'static) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let peak = Arc::new(AtomicUsize::new(0));
-    let in_flight = Arc::new(AtomicUsize::new(0));
-    let script: Arc<Script> = Arc::new(script);
-    let (s2, p2) = (seen.clone(), peak.clone());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (seen, peak, in_flight, script) =
-                (s2.clone(), p2.clone(), in_flight.clone(), script.clone());
-            std::thread::spawn(move || {
-                handle(stream, &seen, &peak, &in_flight, script.as_ref());
-            });
-        }
-    });
-    Server { url, seen, peak }
-}
-
-fn handle(
-    stream: TcpStream,
-    seen: &Mutex<Vec<Seen>>,
-    peak: &AtomicUsize,
-    in_flight: &AtomicUsize,
-    script: &Script,
-) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut out = stream;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-        let mut headers = Vec::new();
-        let mut len = 0;
-        loop {
-            let mut h = String::new();
-            reader.read_line(&mut h).unwrap();
-            let h = h.trim_end().to_string();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':') {
-                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim().to_string());
-                if k == "content-length" {
-                    len = v.parse().unwrap();
-                }
-                headers.push((k, v));
-            }
-        }
-        let mut body = vec![0; len];
-        reader.read_exact(&mut body).unwrap();
-        let req = Seen {
-            at: std::time::Instant::now(),
-            path,
-            headers,
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-        };
-        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        peak.fetch_max(now, Ordering::SeqCst);
-        let n = {
-            let mut s = seen.lock().unwrap();
-            s.push(req.clone());
-            s.len() - 1
-        };
-        let reply = script(&req, n);
-        let write = |out: &mut TcpStream, status: u16, extra: &[(&str, String)], body: &[u8]| {
-            let mut head = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-                body.len()
-            );
-            for (k, v) in extra {
-                head += &format!("{k}: {v}\r\n");
-            }
-            head += "\r\n";
-            let _ = out.write_all(head.as_bytes());
-            let _ = out.write_all(body);
-        };
-        match reply {
-            Reply::Json(status, extra, v) => {
-                write(&mut out, status, &extra, v.to_string().as_bytes())
-            }
-            Reply::Slow(d, v) => {
-                std::thread::sleep(d);
-                write(&mut out, 200, &[], v.to_string().as_bytes());
-            }
-            Reply::NotJson => write(&mut out, 200, &[], b"{\"choices\": [oops"),
-            Reply::Cut => {
-                let _ = out.write_all(
-                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 5000\r\n\r\n{\"choices\":",
-                );
-                in_flight.fetch_sub(1, Ordering::SeqCst);
-                return;
-            }
-        }
-        in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
-}
+use support::server::{serve, Reply, Seen};
 
 const KEY: &str = "sk-test-discbench-7Qf3Zr9PLACEHOLDER";
 

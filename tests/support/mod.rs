@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests (a directory, so Cargo does not run it
+//! as a test of its own).
+
+pub mod server;
