@@ -1,4 +1,5 @@
-//! Argument comparison, BFCL-style (DESIGN §8): strings standardised (case, spaces
+//! Arguments: validation against a JSON Schema ([`schema_errors`]), and comparison,
+//! BFCL-style (DESIGN §8): strings standardised (case, spaces
 //! and `,./-_*^` ignored) — except paths, globs and URLs, compared exactly by default
 //! ([`default_compare`]) — numbers by value, lists and objects element by element. Used
 //! by scoring and by fixture responses that answer only some argument values.
@@ -109,6 +110,24 @@ pub fn standardize(s: &str) -> String {
         .collect::<String>()
         .to_lowercase()
         .replace('\'', "\"")
+}
+
+/// JSON Schema violations of `instance`, as readable strings.
+pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
+    match jsonschema::validator_for(schema) {
+        Ok(v) => v
+            .iter_errors(instance)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                if at.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{at}: {e}")
+                }
+            })
+            .collect(),
+        Err(e) => vec![format!("schema does not compile: {e}")],
+    }
 }
 
 #[cfg(test)]

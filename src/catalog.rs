@@ -14,12 +14,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Names of the meta-tools; no catalog tool may take one of them in any mode.
-pub const RESERVED_TOOL_NAMES: [&str; 5] = [
+pub const RESERVED_TOOL_NAMES: [&str; 7] = [
     "read_skill",
     "connector",
     "database",
     "mcp",
     "request_tools",
+    "read_resource",
+    "tool_search",
 ];
 
 /// A loaded, validated catalog.
@@ -114,6 +116,29 @@ pub struct McpTool {
     pub description: String,
     pub input_schema: Value,
     pub response: Option<Value>,
+    /// Documentation beyond the description, for strategies that serve it.
+    #[serde(skip_serializing_if = "ToolDocs::is_empty")]
+    pub docs: ToolDocs,
+}
+
+/// What the MCP Progressive Disclosure guide's full tool description carries beyond
+/// the description and input schema: usage examples, usage guidance and error
+/// guidance. Served by the `mcp-resource` strategy when a tool's description is read;
+/// free-form JSON, checked at load (examples' inputs validate against the schema).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ToolDocs {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub examples: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_guidance: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_guidance: Option<Value>,
+}
+
+impl ToolDocs {
+    pub fn is_empty(&self) -> bool {
+        self.examples.is_none() && self.usage_guidance.is_none() && self.error_guidance.is_none()
+    }
 }
 
 /// A tool the agent framework always offers directly (calculator, web search, …).
@@ -538,6 +563,7 @@ mod tests {
             description: String::new(),
             input_schema: serde_json::json!({"type": "object"}),
             response: None,
+            docs: ToolDocs::default(),
         };
         let server = |n: &str| McpServer {
             name: n.into(),

@@ -1,6 +1,14 @@
 //! The disclosure vocabulary: the ways one kind of resource can be shown to a model.
 //! The scenario format names them (`agent.modes`) and the strategies implement them,
 //! so they live below both.
+//!
+//! The seed system's switches (FIM One's `*_TOOL_MODE`) take `progressive`, `inline`
+//! (skills) and `legacy` (the other kinds); those are what a scenario's `agent.modes`
+//! and the environment variables accept ([`Disclosure::parse_for`]). A `--mode` spec
+//! also takes the strategies beyond the seed system ([`Disclosure::parse_spec_for`]):
+//! `resource` (MCP only: the MCP Progressive Disclosure extension), `deferred` (behind a
+//! tool-search tool) and `retrieved` (pre-selected by retrieval before the model is
+//! asked).
 
 use serde::Serialize;
 
@@ -16,6 +24,15 @@ pub enum Disclosure {
     Inline,
     /// Connectors, databases, MCP: one tool per action / tool, full schemas up front.
     Legacy,
+    /// MCP only: every tool with one sentence and an open schema; full descriptions
+    /// read from the `tool_descriptions` resource, which authorizes the tool.
+    Resource,
+    /// Connectors, databases, MCP: held back behind a search tool; what a search finds
+    /// joins the tool list.
+    Deferred,
+    /// Connectors, databases, MCP: the top-k tools by retrieval for the query are the
+    /// ones shown.
+    Retrieved,
 }
 
 impl Disclosure {
@@ -24,25 +41,65 @@ impl Disclosure {
             Disclosure::Progressive => "progressive",
             Disclosure::Inline => "inline",
             Disclosure::Legacy => "legacy",
+            Disclosure::Resource => "resource",
+            Disclosure::Deferred => "deferred",
+            Disclosure::Retrieved => "retrieved",
         }
     }
 
-    /// Parses a value for one kind: skills take `progressive|inline`, the others
-    /// `progressive|legacy`.
+    /// Parses one of the seed system's values for one kind: skills take
+    /// `progressive|inline`, the others `progressive|legacy` (scenario `agent.modes`,
+    /// environment variables).
     pub fn parse_for(kind: Kind, value: &str) -> Result<Disclosure, ModeError> {
-        let v = value.trim().to_ascii_lowercase();
-        match (kind, v.as_str()) {
-            (_, "progressive") => Ok(Disclosure::Progressive),
-            (Kind::Skills, "inline") => Ok(Disclosure::Inline),
-            (Kind::Connectors | Kind::Databases | Kind::Mcp, "legacy") => Ok(Disclosure::Legacy),
-            (Kind::Skills, _) => Err(ModeError(format!(
-                "`{value}` is not a disclosure for skills; use progressive or inline"
-            ))),
-            (k, _) => Err(ModeError(format!(
-                "`{value}` is not a disclosure for {}; use progressive or legacy",
-                k.as_str()
+        match Disclosure::parse_spec_for(kind, value)? {
+            d @ (Disclosure::Progressive | Disclosure::Inline | Disclosure::Legacy) => Ok(d),
+            d => Err(ModeError(format!(
+                "`{}` is a --mode spec value, not one of the seed system's; here {} takes {}",
+                d.as_str(),
+                kind.as_str(),
+                if kind == Kind::Skills {
+                    "progressive or inline"
+                } else {
+                    "progressive or legacy"
+                }
             ))),
         }
+    }
+
+    /// Parses any value for one kind, as a `--mode` spec may name it: skills take
+    /// `progressive|inline`; connectors and databases `progressive|legacy|deferred|
+    /// retrieved`; MCP also `resource`.
+    pub fn parse_spec_for(kind: Kind, value: &str) -> Result<Disclosure, ModeError> {
+        let d = match value.trim().to_ascii_lowercase().as_str() {
+            "progressive" => Some(Disclosure::Progressive),
+            "inline" => Some(Disclosure::Inline),
+            "legacy" => Some(Disclosure::Legacy),
+            "resource" => Some(Disclosure::Resource),
+            "deferred" => Some(Disclosure::Deferred),
+            "retrieved" => Some(Disclosure::Retrieved),
+            _ => None,
+        };
+        let ok = |d: Disclosure| match d {
+            Disclosure::Progressive => true,
+            Disclosure::Inline => kind == Kind::Skills,
+            Disclosure::Legacy | Disclosure::Deferred | Disclosure::Retrieved => {
+                kind != Kind::Skills
+            }
+            Disclosure::Resource => kind == Kind::Mcp,
+        };
+        if let Some(d) = d.filter(|d| ok(*d)) {
+            return Ok(d);
+        }
+        Err(ModeError(match kind {
+            Kind::Skills => format!("`{value}` is not a disclosure for skills; use progressive or inline"),
+            Kind::Mcp => format!(
+                "`{value}` is not a disclosure for mcp; use progressive, legacy, resource, deferred or retrieved"
+            ),
+            k => format!(
+                "`{value}` is not a disclosure for {}; use progressive, legacy, deferred or retrieved (resource is for mcp only)",
+                k.as_str()
+            ),
+        }))
     }
 }
 
@@ -51,3 +108,35 @@ impl Disclosure {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ModeError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_takes_its_values() {
+        assert_eq!(
+            Disclosure::parse_spec_for(Kind::Mcp, "resource"),
+            Ok(Disclosure::Resource)
+        );
+        assert!(Disclosure::parse_spec_for(Kind::Connectors, "resource")
+            .unwrap_err()
+            .0
+            .contains("mcp only"));
+        assert!(Disclosure::parse_spec_for(Kind::Skills, "deferred").is_err());
+        assert_eq!(
+            Disclosure::parse_spec_for(Kind::Databases, "retrieved"),
+            Ok(Disclosure::Retrieved)
+        );
+        // The seed system's switches take only its own values.
+        assert!(Disclosure::parse_for(Kind::Mcp, "resource")
+            .unwrap_err()
+            .0
+            .contains("progressive or legacy"));
+        assert_eq!(
+            Disclosure::parse_for(Kind::Skills, "inline"),
+            Ok(Disclosure::Inline)
+        );
+        assert!(Disclosure::parse_for(Kind::Mcp, "bogus").is_err());
+    }
+}

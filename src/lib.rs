@@ -27,7 +27,7 @@
 //! scenario
 //! environment
 //! ground: tokens, disclosure
-//! ground: catalog, args
+//! ground: catalog, args, bm25
 //! ground: wire, hash, error, exit
 //! ```
 //!
@@ -47,10 +47,12 @@
 //! - `environment` is the world calls act on: fixture responses and seeded SQLite.
 //! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
-//!   `args` compares argument values; `wire`, `hash`, `error` and `exit` stand alone.
+//!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
+//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone.
 
 pub mod analysis;
 pub mod args;
+pub mod bm25;
 pub mod catalog;
 pub mod cli;
 pub mod disclosure;

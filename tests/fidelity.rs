@@ -484,7 +484,7 @@ fn empty_connectors_servers_and_databases_say_so() {
     ] {
         let r = call(&comp, &mut st, &dbs, tool, args);
         assert!(r.content.contains(says), "{tool}: {}", r.content);
-        assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.is_empty()));
+        assert!(matches!(r.effect, Effect::Fetched { ref addresses, .. } if addresses.is_empty()));
     }
 }
 

@@ -295,7 +295,7 @@ fn meta_tools_answer_as_designed() {
         "discover returns full schemas, as indented text: {}",
         r.content
     );
-    assert!(matches!(r.effect, Effect::Fetched { ref addresses } if addresses.len() == 2));
+    assert!(matches!(r.effect, Effect::Fetched { ref addresses, .. } if addresses.len() == 2));
 
     let r = comp.resolve(
         &call(

@@ -72,6 +72,16 @@ struct LineProtocol {
     #[serde(default)]
     not_loaded: u32,
     #[serde(default)]
+    not_surfaced: u32,
+    #[serde(default)]
+    missing_tool_selection: u32,
+    #[serde(default)]
+    description_required: u32,
+    #[serde(default)]
+    searches: u32,
+    #[serde(default)]
+    resource_reads: u32,
+    #[serde(default)]
     unloaded_calls: u32,
     repeat_call: u32,
     overfetch: u32,
@@ -117,6 +127,9 @@ impl Batch {
             + p.bad_subcommand
             + p.schema_violation
             + p.not_loaded
+            + p.not_surfaced
+            + p.missing_tool_selection
+            + p.description_required
             + p.empty_answers
             + p.text_calls
             + p.refusals
@@ -130,6 +143,11 @@ impl Batch {
             ("bad_subcommand", p.bad_subcommand),
             ("schema_violation", p.schema_violation),
             ("not_loaded", p.not_loaded),
+            ("not_surfaced", p.not_surfaced),
+            ("missing_tool_selection", p.missing_tool_selection),
+            ("description_required", p.description_required),
+            ("searches", p.searches),
+            ("resource_reads", p.resource_reads),
             ("unloaded_calls", p.unloaded_calls),
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),

@@ -9,12 +9,17 @@ use super::stats::{PassK, Rate};
 
 /// Protocol counters whose rate (share of outcomes where the counter is above zero)
 /// is reported, each with its Wilson interval.
-pub const PROTOCOL_RATES: [&str; 13] = [
+pub const PROTOCOL_RATES: [&str; 18] = [
     "blind_calls",
     "unknown_target",
     "bad_subcommand",
     "schema_violation",
     "not_loaded",
+    "not_surfaced",
+    "missing_tool_selection",
+    "description_required",
+    "searches",
+    "resource_reads",
     "unloaded_calls",
     "repeat_call",
     "overfetch",

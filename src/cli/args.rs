@@ -78,16 +78,20 @@ pub struct CompareArgs {
 pub struct Common {
     /// Scenario files or directories [default: scenarios]
     pub scenarios: Vec<PathBuf>,
-    /// Modes: presets (progressive, legacy, inline) or specs like
-    /// `skills=inline,mcp=legacy,selection=off`; repeat or separate with `;`.
-    /// Default: all presets, or the mode set by *_TOOL_MODE variables.
+    /// Modes: presets (progressive, legacy, inline, mcp-resource, tool-search,
+    /// retrieval, all-tools) or specs like `skills=inline,mcp=legacy,selection=off`,
+    /// `tool-search,search=regex,results=3`, `retrieval,k=10,fallback=none`,
+    /// `mcp=resource,selection=off,templates=mcp-pd-brief`; repeat or separate with `;`.
+    /// Default: the six presets but all-tools, or the mode set by *_TOOL_MODE variables.
     #[arg(long = "mode", value_name = "MODE")]
     pub modes: Vec<String>,
     /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]
     #[arg(long)]
     pub tokenizer: Option<String>,
-    /// A directory of prompt templates overriding the built-in ones, file by file.
-    #[arg(long, value_name = "DIR")]
+    /// Prompt templates: a directory of files overriding the built-in ones file by
+    /// file, or a built-in template set (fim-frame, mcp-pd-brief, mcp-pd-verbose,
+    /// mcp-pd-no-example, mcp-pd-no-prohibition).
+    #[arg(long, value_name = "DIR|SET")]
     pub templates: Option<PathBuf>,
     /// The selection step runs when a mode offers more tools than this
     /// [default: $REACT_TOOL_SELECTION_THRESHOLD or 12]
@@ -146,7 +150,11 @@ impl Common {
 pub struct RunArgs {
     #[command(flatten)]
     pub common: Common,
-    /// Models: oracle, lexical (repeatable) [default: oracle and lexical]
+    /// Models (repeatable): `oracle` (follows the expectation through each protocol),
+    /// `lexical` (BM25 over what the context shows), `openai:MODEL` (an
+    /// OpenAI-compatible API; OPENAI_API_KEY, OPENAI_BASE_URL), `anthropic:MODEL`
+    /// (ANTHROPIC_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
+    /// name from the models file [default: oracle and lexical]
     #[arg(long = "model", value_name = "MODEL")]
     pub models: Vec<String>,
     /// Times each query is run per mode and model [default: 1]

@@ -74,7 +74,10 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         .parse()
         .map_err(|e| Failure::Usage(format!("--tokenizer: {e}")))?;
     let modes = resolve_modes(&c.modes, |v| std::env::var(v).ok())?;
-    let templates = Templates::with_overrides(c.templates.as_deref())
+    let templates = c
+        .templates
+        .as_deref()
+        .map_or_else(|| Ok(Templates::builtin()), Templates::from_arg)
         .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
     let protocol = match &c.recorded_protocol {
         Some(p) => **p,

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
-use super::bm25;
 use super::mock::fill_required;
+use crate::bm25;
 use crate::wire::{Context, Message, Response, ToolCall};
 
 /// Below this BM25 score the model answers without a call.
@@ -55,6 +55,12 @@ enum Step {
     },
     /// `request_tools` for a tool: call it once it is loaded.
     Load(String),
+    /// A tool search: call the best of the tools it surfaced.
+    Search,
+    /// `read_resource` for a tool (`mcp-resource`): call it with the schema read.
+    Read(String),
+    /// A call of a tool: under `mcp-resource` a refusal names what to read first.
+    Called(String),
     Done,
 }
 
@@ -68,6 +74,8 @@ enum Option_ {
         name: String,
     },
     Unloaded(String),
+    /// The `tool_search` tool: held-back tools are found by searching.
+    Search,
 }
 
 #[async_trait::async_trait]
@@ -141,14 +149,30 @@ impl LexicalSession {
         let options = options(cx);
         let docs: Vec<String> = options.iter().map(|(_, text)| text.clone()).collect();
         let scores = bm25::scores(query, &docs);
-        let Some(top) =
-            (0..options.len()).max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
-        else {
+        let search = options
+            .iter()
+            .position(|(o, _)| matches!(o, Option_::Search));
+        let top = (0..options.len())
+            .filter(|i| Some(*i) != search)
+            .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
+            .filter(|i| scores[*i] >= MIN_SCORE);
+        // With a search tool, what is visible is only part of the catalog: unless a
+        // visible tool matches, search (beside reading a matching skill).
+        if let Some(si) = search {
+            if !top.is_some_and(|i| matches!(options[i].0, Option_::Direct(_))) {
+                let mut out = Vec::new();
+                if let Some(i) = top {
+                    out.push(self.act(cx, query, &options[i].0));
+                }
+                if !bm25::tokenize(query).is_empty() {
+                    out.push(self.act(cx, query, &options[si].0));
+                }
+                return out;
+            }
+        }
+        let Some(top) = top else {
             return Vec::new();
         };
-        if scores[top] < MIN_SCORE {
-            return Vec::new();
-        }
         let mut chosen = vec![top];
         if !matches!(options[top].0, Option_::Skill(_)) {
             if let Some(s) = (0..options.len())
@@ -169,13 +193,28 @@ impl LexicalSession {
     fn act(&mut self, cx: &Context, query: &str, option: &Option_) -> ToolCall {
         let id = self.id();
         let (name, args, step) = match option {
+            // A tool listed without its parameters (`mcp-resource`): read them first.
+            Option_::Direct(t) if is_open(cx, t) && cx.tool(READ_RESOURCE).is_some() => (
+                READ_RESOURCE.to_string(),
+                json!({"resource_uri": format!("{}?tools={t}", resource_base(cx))}),
+                Step::Read(t.clone()),
+            ),
             Option_::Direct(t) => {
                 let schema = cx
                     .tool(t)
                     .map(|d| d.parameters.clone())
                     .unwrap_or(json!({}));
-                (t.clone(), fill_from_query(&schema, query), Step::Done)
+                (
+                    t.clone(),
+                    fill_from_query(&schema, query),
+                    Step::Called(t.clone()),
+                )
             }
+            Option_::Search => (
+                TOOL_SEARCH.to_string(),
+                json!({"query": search_query(cx, query)}),
+                Step::Search,
+            ),
             Option_::Skill(s) => ("read_skill".to_string(), json!({"name": s}), Step::Done),
             Option_::Stub { tool, param, name } => {
                 let args = json!({"subcommand": "discover", param.as_str(): name});
@@ -222,6 +261,38 @@ impl LexicalSession {
                         out.push(call);
                     }
                 }
+                Some(Step::Search) => {
+                    if let Some(call) = self.after_search(cx, &content, query) {
+                        out.push(call);
+                    }
+                }
+                Some(Step::Read(t)) => {
+                    if let Some(schema) = serde_json::from_str::<Value>(&content)
+                        .ok()
+                        .and_then(|v| v.get(&t).and_then(|d| d.get("inputSchema")).cloned())
+                    {
+                        let id = self.id();
+                        self.pending.insert(id.clone(), Step::Done);
+                        out.push(ToolCall::new(id, t, &fill_from_query(&schema, query)));
+                    }
+                }
+                // Refused until its description is read: read what the refusal names.
+                Some(Step::Called(t)) => {
+                    let uri = serde_json::from_str::<Value>(&content).ok().and_then(|v| {
+                        v.pointer("/error/resource_uri")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    });
+                    if let Some(uri) = uri.filter(|_| cx.tool(READ_RESOURCE).is_some()) {
+                        let id = self.id();
+                        self.pending.insert(id.clone(), Step::Read(t));
+                        out.push(ToolCall::new(
+                            id,
+                            READ_RESOURCE,
+                            &json!({"resource_uri": uri}),
+                        ));
+                    }
+                }
                 Some(Step::Load(t)) if cx.tool(&t).is_some() => {
                     let id = self.id();
                     let schema = cx
@@ -235,6 +306,31 @@ impl LexicalSession {
             }
         }
         out
+    }
+
+    /// After a search: the best by BM25 of the tools it surfaced (their definitions
+    /// are now in the tool list), called with arguments from the query.
+    fn after_search(&mut self, cx: &Context, content: &str, query: &str) -> Option<ToolCall> {
+        let found: Vec<&crate::wire::ToolDef> = content
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("- "))
+            .filter_map(|l| l.split_once(": ").map(|(n, _)| n))
+            .filter_map(|n| cx.tool(n))
+            .collect();
+        let docs: Vec<String> = found
+            .iter()
+            .map(|t| format!("{} {}", t.name.replace(['_', '-'], " "), t.description))
+            .collect();
+        let (i, _) = bm25::best(query, &docs)?;
+        let t = found[i];
+        let id = self.id();
+        self.pending
+            .insert(id.clone(), Step::Called(t.name.clone()));
+        Some(ToolCall::new(
+            id,
+            t.name.clone(),
+            &fill_from_query(&t.parameters, query),
+        ))
     }
 
     fn after_discover(
@@ -362,6 +458,9 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
                     }
                 }
             }
+            TOOL_SEARCH => out.push((Option_::Search, t.description.clone())),
+            // Reading resources is a step toward a tool, never an option itself.
+            READ_RESOURCE => {}
             "connector" | "mcp" | "database" => {
                 let param = match t.name.as_str() {
                     "connector" => "connector",
@@ -387,6 +486,52 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
         }
     }
     out
+}
+
+const TOOL_SEARCH: &str = "tool_search";
+const READ_RESOURCE: &str = "read_resource";
+
+/// Whether a tool is listed with an open schema and no parameters (`mcp-resource`).
+fn is_open(cx: &Context, tool: &str) -> bool {
+    cx.tool(tool).is_some_and(|t| {
+        t.parameters.get("additionalProperties") == Some(&Value::Bool(true))
+            && t.parameters.get("properties").is_none()
+    })
+}
+
+/// The resource the `read_resource` tool's description names (its first
+/// `resource:///…` word, without a query).
+fn resource_base(cx: &Context) -> String {
+    let text = cx
+        .tool(READ_RESOURCE)
+        .map(|t| t.description.as_str())
+        .unwrap_or("");
+    text.split_whitespace()
+        .find(|w| w.starts_with("resource://"))
+        .map(|w| w.split('?').next().unwrap_or(w))
+        .map(|w| w.trim_end_matches(['.', ',', ')', ':']).to_string())
+        .unwrap_or_else(|| "resource:///tool_descriptions".to_string())
+}
+
+/// A search for the query: its words; for a search tool that takes a regular
+/// expression (its description says so), the words as alternatives, ignoring case.
+fn search_query(cx: &Context, query: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for w in bm25::tokenize(query) {
+        // The search takes up to 200 characters.
+        if !words.contains(&w) && words.iter().map(|x| x.len() + 1).sum::<usize>() + w.len() < 180 {
+            words.push(w);
+        }
+    }
+    let regex = cx
+        .tool(TOOL_SEARCH)
+        .is_some_and(|t| t.description.contains("regular expression"));
+    if regex {
+        let alts: Vec<String> = words.iter().map(|w| regex::escape(w)).collect();
+        format!("(?i)({})", alts.join("|"))
+    } else {
+        words.join(" ")
+    }
 }
 
 /// The first line of `text` containing `needle`, or the needle itself.

@@ -11,7 +11,6 @@
 
 pub mod anthropic;
 pub mod backend;
-pub mod bm25;
 pub mod http;
 pub mod lexical;
 pub mod limit;

@@ -122,6 +122,48 @@ impl OracleSession {
                         .collect();
                     a = serde_json::json!({ "tool_names": missing });
                 }
+                // Under tool search, one search per tool still to be surfaced, made
+                // together in one turn (parallel calls).
+                if tool == crate::strategy::pool::TOOL_SEARCH {
+                    let mut searches: Vec<Value> = Vec::new();
+                    for later in &targets[k..] {
+                        let route = protocol.route(later, &oracle_args(later, protocol), &state);
+                        if let Some((_, sa)) = route.filter(|(t, _)| t == &tool) {
+                            if !searches.contains(&sa) {
+                                searches.push(sa);
+                            }
+                        }
+                    }
+                    let calls = searches
+                        .iter()
+                        .map(|sa| {
+                            self.calls += 1;
+                            ToolCall::new(format!("call_{}", self.calls), tool.clone(), sa)
+                        })
+                        .collect();
+                    return Response::call(calls);
+                }
+                // Under mcp-resource, one read for every tool still to be read.
+                if tool == crate::strategy::mcp_resource::READ_RESOURCE {
+                    let mut names: Vec<String> = Vec::new();
+                    for later in &targets[k..] {
+                        let route = protocol.route(later, &oracle_args(later, protocol), &state);
+                        if let Some((_, ra)) = route.filter(|(t, _)| t == &tool) {
+                            let uri = ra["resource_uri"].as_str().unwrap_or_default().to_string();
+                            if let Some((_, list)) = uri.split_once("?tools=") {
+                                for n in list.split(',') {
+                                    if !names.iter().any(|x| x == n) {
+                                        names.push(n.to_string());
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    a = json!({
+                        "resource_uri": crate::strategy::mcp_resource::McpResource::uri_for(&refs)
+                    });
+                }
                 self.calls += 1;
                 return Response::call(vec![ToolCall::new(
                     format!("call_{}", self.calls),

@@ -256,6 +256,10 @@ pub struct Outcome {
     /// What the episode cost in US dollars, from `usage` and the model's prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Retrieval: the tools retrieved for the query before the model was asked, with
+    /// their scores and ranks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retrieved: Vec<crate::strategy::Retrieved>,
 }
 
 impl Outcome {

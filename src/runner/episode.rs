@@ -118,6 +118,9 @@ impl Episode<'_> {
             }
         }
 
+        // Retrieval acts on the query before the model is asked.
+        let retrieved = comp.at_query(&query.text, &mut lock(&state));
+
         let mut messages = vec![Message::User {
             content: query.text.clone(),
         }];
@@ -263,7 +266,7 @@ impl Episode<'_> {
                     unloaded,
                 };
                 let layer = match &r.effect {
-                    Effect::Fetched { addresses } => {
+                    Effect::Fetched { addresses, .. } => {
                         ledger.fetched += n;
                         record.effect = CallEffect::Fetched;
                         record.fetched = addresses.clone();
@@ -355,6 +358,7 @@ impl Episode<'_> {
             infra_error,
             usage,
             cost_usd,
+            retrieved,
         }
     }
 }

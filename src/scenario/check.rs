@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::expect::{Allowed, Compare, Expect, ExpectedCall, Step};
-use super::raw::{RawQuery, RawResponse};
+use super::raw::{RawQuery, RawResponse, RawToolDocs};
 use super::types::Query;
+use crate::args::schema_errors;
 use crate::catalog::{Address, Catalog, FixtureResponse, RESERVED_TOOL_NAMES};
 use crate::environment::Databases;
 use crate::error::{InputError, InputErrors};
@@ -149,7 +150,11 @@ impl Checker {
         file: &Path,
         cat: &mut Catalog,
         responses: Vec<(PathBuf, String, RawResponse)>,
+        docs: Vec<(PathBuf, String, String, RawToolDocs)>,
     ) {
+        for (f, p, address, d) in docs {
+            self.tool_docs(&f, &p, &address, d, cat);
+        }
         for message in cat.tool_name_clashes(&RESERVED_TOOL_NAMES) {
             self.err(file, "catalog", message);
         }
@@ -181,6 +186,112 @@ impl Checker {
                 response: r.response,
             });
         }
+    }
+
+    /// Applies one tool's documentation, checking its shape: `examples` a list of
+    /// objects whose `input` validates against the tool's input schema (and whose
+    /// `description` and `explanation`, if any, are text); `usage_guidance` and
+    /// `error_guidance` objects. A tool is documented once.
+    fn tool_docs(&mut self, f: &Path, p: &str, address: &str, d: RawToolDocs, cat: &mut Catalog) {
+        let at = |k: &str| format!("{p}.{k}");
+        let Some(addr) = self.address(f, &format!("{p}.address"), address, cat) else {
+            return;
+        };
+        let Address::Mcp(server, tool) = &addr else {
+            return self.err(
+                f,
+                &format!("{p}.address"),
+                "docs are for MCP tools (the mcp-resource strategy serves them)",
+            );
+        };
+        let schema = cat.schema_of(&addr).unwrap_or(Value::Null);
+        let mut ok = true;
+        if let Some(ex) = &d.examples {
+            match ex.as_array() {
+                None => {
+                    self.err(f, &at("examples"), "examples is a list");
+                    ok = false;
+                }
+                Some(list) => {
+                    for (i, e) in list.iter().enumerate() {
+                        let ep = format!("{}[{i}]", at("examples"));
+                        let Some(o) = e.as_object() else {
+                            self.err(f, &ep, "an example is {description, input, explanation}");
+                            ok = false;
+                            continue;
+                        };
+                        if let Some(k) = o.keys().find(|k| {
+                            !matches!(k.as_str(), "description" | "input" | "explanation")
+                        }) {
+                            self.err(
+                                f,
+                                &format!("{ep}.{k}"),
+                                "unknown field; an example has description, input and explanation",
+                            );
+                            ok = false;
+                        }
+                        for k in ["description", "explanation"] {
+                            if o.get(k).is_some_and(|v| !v.is_string()) {
+                                self.err(f, &format!("{ep}.{k}"), "must be text");
+                                ok = false;
+                            }
+                        }
+                        match o.get("input") {
+                            Some(input @ Value::Object(_)) => {
+                                let errors = schema_errors(&schema, input);
+                                if !errors.is_empty() {
+                                    self.err(
+                                        f,
+                                        &format!("{ep}.input"),
+                                        format!(
+                                            "does not validate against `{addr}`'s input schema: {}",
+                                            errors.join("; ")
+                                        ),
+                                    );
+                                    ok = false;
+                                }
+                            }
+                            _ => {
+                                self.err(
+                                    f,
+                                    &format!("{ep}.input"),
+                                    "an example needs an `input` object",
+                                );
+                                ok = false;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        for (k, v) in [
+            ("usage_guidance", &d.usage_guidance),
+            ("error_guidance", &d.error_guidance),
+        ] {
+            if v.as_ref().is_some_and(|v| !v.is_object()) {
+                self.err(f, &at(k), format!("{k} is a mapping"));
+                ok = false;
+            }
+        }
+        if !ok {
+            return;
+        }
+        let Some(t) = cat
+            .mcp_servers
+            .iter_mut()
+            .find(|s| &s.name == server)
+            .and_then(|s| s.tools.iter_mut().find(|t| &t.name == tool))
+        else {
+            return;
+        };
+        if !t.docs.is_empty() {
+            return self.err(f, p, format!("`{addr}` is documented twice"));
+        }
+        t.docs = crate::catalog::ToolDocs {
+            examples: d.examples,
+            usage_guidance: d.usage_guidance,
+            error_guidance: d.error_guidance,
+        };
     }
 
     pub(super) fn queries(&mut self, file: &Path, raw: Vec<RawQuery>, cat: &Catalog) -> Vec<Query> {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::check::{Checker, Kind2};
-use super::raw::{RawCatalog, RawMcpDump, RawResponse, RawScenario};
+use super::raw::{RawCatalog, RawMcpDump, RawResponse, RawScenario, RawToolDocs};
 use super::types::{Agent, FileKind, Scenario};
 use crate::catalog::{
-    Action, Builtin, Catalog, Connector, Database, McpServer, McpTool, Skill, Table,
+    Action, Address, Builtin, Catalog, Connector, Database, McpServer, McpTool, Skill, Table,
 };
 use crate::disclosure::Disclosure;
 use crate::error::{InputError, InputErrors};
@@ -102,8 +102,11 @@ pub fn validate_file(path: &Path) -> Result<FileKind, InputErrors> {
             let mut cx = Loader::default();
             let mut cat = Catalog::default();
             cx.include_file(path, None, None, &mut cat, 0);
-            let responses = std::mem::take(&mut cx.responses);
-            cx.check.check_catalog(path, &mut cat, responses);
+            let (responses, docs) = (
+                std::mem::take(&mut cx.responses),
+                std::mem::take(&mut cx.docs),
+            );
+            cx.check.check_catalog(path, &mut cat, responses, docs);
             cx.check.finish(kind)
         }
     }
@@ -132,8 +135,11 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
     cx.check.texts.insert(path.to_path_buf(), text);
     let mut catalog = Catalog::default();
     cx.add_catalog(path, "catalog", raw.catalog, &mut catalog, 0);
-    let responses = std::mem::take(&mut cx.responses);
-    cx.check.check_catalog(path, &mut catalog, responses);
+    let (responses, docs) = (
+        std::mem::take(&mut cx.responses),
+        std::mem::take(&mut cx.docs),
+    );
+    cx.check.check_catalog(path, &mut catalog, responses, docs);
 
     let mut agent = Agent {
         instructions: raw.agent.instructions,
@@ -249,6 +255,9 @@ struct Loader {
     sources: BTreeMap<PathBuf, String>,
     /// `responses:` entries, resolved once the whole catalog is known: (file, path, entry).
     responses: Vec<(PathBuf, String, RawResponse)>,
+    /// Tool documentation (`docs:` entries and inline fields), applied once the whole
+    /// catalog is known: (file, path, address, fields).
+    docs: Vec<(PathBuf, String, String, RawToolDocs)>,
 }
 
 impl Loader {
@@ -471,11 +480,28 @@ impl Loader {
                         &format!("{p}.tools[{j}].inputSchema"),
                         &t.input_schema,
                     );
+                    let docs = RawToolDocs {
+                        examples: t.examples,
+                        usage_guidance: t.usage_guidance,
+                        error_guidance: t.error_guidance,
+                    };
+                    if docs.examples.is_some()
+                        || docs.usage_guidance.is_some()
+                        || docs.error_guidance.is_some()
+                    {
+                        self.docs.push((
+                            file.to_path_buf(),
+                            format!("{p}.tools[{j}]"),
+                            Address::Mcp(s.name.clone(), t.name.clone()).to_string(),
+                            docs,
+                        ));
+                    }
                     McpTool {
                         name: t.name,
                         description: t.description,
                         input_schema: t.input_schema,
                         response: t.response,
+                        docs: Default::default(),
                     }
                 })
                 .collect();
@@ -490,6 +516,14 @@ impl Loader {
                 description: s.description,
                 tools,
             });
+        }
+        for (i, d) in raw.docs.into_iter().enumerate() {
+            self.docs.push((
+                file.to_path_buf(),
+                format!("{at}.docs[{i}]"),
+                d.address,
+                d.docs,
+            ));
         }
         for (i, r) in raw.responses.into_iter().enumerate() {
             self.responses
@@ -567,6 +601,7 @@ impl Loader {
                                 description: t.description,
                                 input_schema: t.input_schema,
                                 response: None,
+                                docs: Default::default(),
                             }
                         })
                         .collect();

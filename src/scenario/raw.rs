@@ -43,6 +43,32 @@ pub struct RawCatalog {
     /// above all those included from real `tools/list` dumps, which have none.
     #[serde(default)]
     pub responses: Vec<RawResponse>,
+    /// Documentation for MCP tools by address (above all those of `tools/list`
+    /// dumps, which carry none): examples, usage and error guidance.
+    #[serde(default)]
+    pub docs: Vec<RawDocs>,
+}
+
+/// Documentation for one MCP tool, by address.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDocs {
+    pub address: String,
+    #[serde(flatten)]
+    pub docs: RawToolDocs,
+}
+
+/// The documentation fields of the MCP Progressive Disclosure guide's full tool
+/// description.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawToolDocs {
+    #[serde(default)]
+    pub examples: Option<Value>,
+    #[serde(default)]
+    pub usage_guidance: Option<Value>,
+    #[serde(default)]
+    pub error_guidance: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -139,10 +165,17 @@ pub struct RawMcpServer {
     pub tools: Vec<RawMcpTool>,
 }
 
-/// An MCP tool as written in a scenario: the MCP `Tool` fields plus `response`.
+/// An MCP tool as written in a scenario: the MCP `Tool` fields plus `response` and
+/// the documentation fields.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMcpTool {
+    #[serde(default)]
+    pub examples: Option<Value>,
+    #[serde(default)]
+    pub usage_guidance: Option<Value>,
+    #[serde(default)]
+    pub error_guidance: Option<Value>,
     pub name: String,
     #[serde(default)]
     pub description: String,

@@ -87,6 +87,23 @@ pub struct Protocol {
     pub bad_subcommand: usize,
     pub schema_violation: usize,
     pub not_loaded: usize,
+    /// Calls of tools held back that no search surfaced (tool search, retrieval).
+    #[serde(default)]
+    pub not_surfaced: usize,
+    /// `mcp-resource`: reads of the tool-descriptions resource without `?tools=`
+    /// (fetch-everything-first).
+    #[serde(default)]
+    pub missing_tool_selection: usize,
+    /// `mcp-resource`: calls of a tool before its description was read
+    /// (skip-fetching).
+    #[serde(default)]
+    pub description_required: usize,
+    /// Searches made (`tool_search`): an event, not an error.
+    #[serde(default)]
+    pub searches: usize,
+    /// Reads of the tool-descriptions resource that returned descriptions: an event.
+    #[serde(default)]
+    pub resource_reads: usize,
     /// Calls of tools not loaded that ran anyway (the default, as in FIM One): a
     /// protocol event, not an error.
     #[serde(default)]
@@ -118,6 +135,9 @@ impl Protocol {
             + self.bad_subcommand
             + self.schema_violation
             + self.not_loaded
+            + self.not_surfaced
+            + self.missing_tool_selection
+            + self.description_required
             + self.empty_answers
             + self.text_calls
             + self.refusals
@@ -165,11 +185,23 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         } else {
             seen.push((&c.tool, &c.arguments));
         }
-        if c.unloaded && c.error != Some(ProtocolError::NotLoaded) {
+        if c.unloaded
+            && !matches!(
+                c.error,
+                Some(ProtocolError::NotLoaded | ProtocolError::NotSurfaced)
+            )
+        {
             p.unloaded_calls += 1;
         }
         match c.effect {
-            CallEffect::Fetched => p.discovery_calls += 1,
+            CallEffect::Fetched => {
+                p.discovery_calls += 1;
+                match c.tool.as_str() {
+                    crate::strategy::pool::TOOL_SEARCH => p.searches += 1,
+                    crate::strategy::mcp_resource::READ_RESOURCE => p.resource_reads += 1,
+                    _ => {}
+                }
+            }
             CallEffect::Executed => {
                 if c.blind {
                     p.blind_calls += 1;
@@ -184,6 +216,9 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                 Some(ProtocolError::SchemaViolation) => p.schema_violation += 1,
                 // Refused, not executed: a protocol error, not a blind call.
                 Some(ProtocolError::NotLoaded) => p.not_loaded += 1,
+                Some(ProtocolError::NotSurfaced) => p.not_surfaced += 1,
+                Some(ProtocolError::MissingToolSelection) => p.missing_tool_selection += 1,
+                Some(ProtocolError::DescriptionRequired) => p.description_required += 1,
                 None => {}
             },
         }

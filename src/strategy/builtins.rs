@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::execute::execute;
 use super::protocol::{Env, Rendered, Resolution, State, Strategy};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -34,8 +34,20 @@ impl Builtins {
 }
 
 impl Strategy for Builtins {
-    fn kind(&self) -> Option<Kind> {
-        None
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Builtin(_))
+    }
+
+    fn order(&self) -> u8 {
+        0
+    }
+
+    fn address_of(&self, tool: &str) -> Option<Address> {
+        self.rendered
+            .tools
+            .iter()
+            .any(|t| t.name == tool)
+            .then(|| Address::Builtin(tool.to_string()))
     }
 
     fn render(&self) -> &Rendered {

@@ -15,13 +15,14 @@ use crate::scenario::ExpectedCall;
 use crate::wire::{Context, Message, ToolCall, ToolDef};
 
 use super::config::{ProtocolConfig, SelectionConfig, UnloadedCalls};
-use super::mode::Mode;
-use super::protocol::{Effect, Env, ProtocolError, Resolution, State, Strategy};
+use super::mode::{Mode, Placement};
+use super::protocol::{Effect, Env, ProtocolError, Resolution, Retrieved, State, Strategy};
 use super::selection::{self, Level};
 use super::templates::{TemplateError, Templates};
 use super::{
     builtins, connectors_legacy, connectors_progressive, databases_legacy, databases_progressive,
-    mcp_legacy, mcp_progressive, skills_inline, skills_progressive,
+    mcp_legacy, mcp_progressive, mcp_resource, pool, retrieval, skills_inline, skills_progressive,
+    tool_search,
 };
 
 /// The strategies of one mode, stacked, plus built-ins and the selection step.
@@ -42,6 +43,9 @@ pub struct Composite {
     /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
     /// an episode, and episodes that loaded the same tools, share one rendering.
     request_tools: std::sync::Mutex<HashMap<Vec<String>, ToolDef>>,
+    /// With tool search or retrieval: the tools visible before anything is surfaced,
+    /// in tool-list order.
+    initial: Option<Vec<String>>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -56,8 +60,15 @@ impl Composite {
         templates: &Arc<Templates>,
         config: ProtocolConfig,
     ) -> Result<Composite, TemplateError> {
+        // A mode may lay a built-in template set over the run's templates.
+        let templates: Arc<Templates> = match &mode.templates {
+            Some(set) => Arc::new(templates.with_set(set)?),
+            None => templates.clone(),
+        };
+        let t: &Templates = &templates;
         let mut parts: Vec<Box<dyn Strategy>> = Vec::new();
-        let t: &Templates = templates;
+        // The legacy strategies of the kinds held back by tool search or retrieval.
+        let mut pooled: Vec<Box<dyn Strategy>> = Vec::new();
         if catalog.has(Kind::Skills) {
             parts.push(match mode.skills {
                 Disclosure::Inline => Box::new(skills_inline::SkillsInline::new(catalog, t)?),
@@ -68,34 +79,59 @@ impl Composite {
                 )?),
             });
         }
+        let held = |d: Disclosure| matches!(d, Disclosure::Deferred | Disclosure::Retrieved);
         if catalog.has(Kind::Connectors) {
-            parts.push(match mode.connectors {
-                Disclosure::Legacy => Box::new(connectors_legacy::ConnectorsLegacy::new(catalog)),
-                _ => Box::new(connectors_progressive::ConnectorsProgressive::new(
-                    catalog, t,
-                )?),
-            });
+            let legacy = || Box::new(connectors_legacy::ConnectorsLegacy::new(catalog));
+            match mode.connectors {
+                d if held(d) => pooled.push(legacy()),
+                Disclosure::Legacy => parts.push(legacy()),
+                _ => parts.push(Box::new(
+                    connectors_progressive::ConnectorsProgressive::new(catalog, t)?,
+                )),
+            }
         }
         if catalog.has(Kind::Databases) {
-            parts.push(match mode.databases {
-                Disclosure::Legacy => Box::new(databases_legacy::DatabasesLegacy::new(
-                    catalog,
-                    t,
-                    config.row_limit,
-                )?),
-                _ => Box::new(databases_progressive::DatabasesProgressive::new(
+            let legacy = databases_legacy::DatabasesLegacy::new(catalog, t, config.row_limit);
+            match mode.databases {
+                d if held(d) => pooled.push(Box::new(legacy?)),
+                Disclosure::Legacy => parts.push(Box::new(legacy?)),
+                _ => parts.push(Box::new(databases_progressive::DatabasesProgressive::new(
                     catalog, t,
-                )?),
-            });
+                )?)),
+            }
         }
         if catalog.has(Kind::Mcp) {
-            parts.push(match mode.mcp {
-                Disclosure::Legacy => Box::new(mcp_legacy::McpLegacy::new(catalog)),
-                _ => Box::new(mcp_progressive::McpProgressive::new(catalog, t)?),
-            });
+            match mode.mcp {
+                d if held(d) => pooled.push(Box::new(mcp_legacy::McpLegacy::new(catalog))),
+                Disclosure::Legacy => parts.push(Box::new(mcp_legacy::McpLegacy::new(catalog))),
+                Disclosure::Resource => parts.push(Box::new(mcp_resource::McpResource::new(
+                    catalog, &templates,
+                )?)),
+                _ => parts.push(Box::new(mcp_progressive::McpProgressive::new(catalog, t)?)),
+            }
         }
         if !catalog.builtins.is_empty() {
-            parts.push(Box::new(builtins::Builtins::new(catalog)));
+            let b = Box::new(builtins::Builtins::new(catalog));
+            // Built-ins are held back with the rest (unless always-on) when any kind is.
+            if mode.searches() {
+                pooled.push(b);
+            } else {
+                parts.push(b);
+            }
+        }
+        if !pooled.is_empty() {
+            let pool = pool::Pool::new(pooled, &mode.search, &templates)?;
+            let retrieved =
+                [mode.connectors, mode.databases, mode.mcp].contains(&Disclosure::Retrieved);
+            parts.push(if retrieved {
+                Box::new(retrieval::Retrieval::new(
+                    pool,
+                    mode.search.k,
+                    mode.search.fallback,
+                ))
+            } else {
+                Box::new(tool_search::ToolSearch::new(pool))
+            });
         }
         let instructions = match instructions {
             Some(i) => i.trim().to_string(),
@@ -113,15 +149,8 @@ impl Composite {
         // The tool list in FIM One's registry order: built-ins, the connector section
         // (API connectors, then databases), `read_skill`, then MCP. Its order decides
         // the keyword shortcut's ties, the selection catalog and `request_tools`' list.
-        let rank = |p: &dyn Strategy| match p.kind() {
-            None => 0,
-            Some(Kind::Connectors) => 1,
-            Some(Kind::Databases) => 2,
-            Some(Kind::Skills) => 3,
-            Some(Kind::Mcp) => 4,
-        };
         let mut order: Vec<usize> = (0..parts.len()).collect();
-        order.sort_by_key(|&i| rank(parts[i].as_ref()));
+        order.sort_by_key(|&i| parts[i].order());
         let mut tools = Vec::new();
         let mut owner = HashMap::new();
         for i in order {
@@ -131,6 +160,20 @@ impl Composite {
                 tools.push(tool.clone());
             }
         }
+        let initial = parts.iter().any(|p| p.held_back().is_some()).then(|| {
+            let keep: HashSet<String> = parts
+                .iter()
+                .flat_map(|p| match p.held_back() {
+                    Some(v) => v,
+                    None => p.render().tools.iter().map(|t| t.name.clone()).collect(),
+                })
+                .collect();
+            tools
+                .iter()
+                .filter(|t| keep.contains(&t.name))
+                .map(|t| t.name.clone())
+                .collect()
+        });
         let tool_words = selection::tool_keywords(&tools);
         let catalog_text = selection::compact_catalog(&tools);
         Ok(Composite {
@@ -141,10 +184,11 @@ impl Composite {
             tools: tools.into(),
             owner,
             config,
-            templates: templates.clone(),
+            templates,
             tool_words,
             catalog_text,
             request_tools: Default::default(),
+            initial,
         })
     }
 
@@ -187,11 +231,65 @@ impl Composite {
             .active
             .as_ref()
             .is_none_or(|a| a.iter().any(|n| n == tool))
-            || tool == selection::REQUEST_TOOLS
+            || (tool == selection::REQUEST_TOOLS && !state.holding)
     }
 
-    /// A fresh episode: what is shown before the model does anything.
+    /// Retrieval, before the model is asked: the tools retrieved for the query join
+    /// the visible ones (in registry order, since nothing was sent yet). Returns what
+    /// was retrieved, for the outcome.
+    pub fn at_query(&self, query: &str, state: &mut State) -> Vec<Retrieved> {
+        let got: Vec<Retrieved> = self.parts.iter().flat_map(|p| p.at_query(query)).collect();
+        if !got.is_empty() {
+            let names: Vec<String> = got.iter().map(|r| r.tool.clone()).collect();
+            self.join(state, &names, Placement::Sorted);
+        }
+        got
+    }
+
+    /// Tools that join the visible ones (tool search, retrieval): appended after what
+    /// was sent, or sorted into registry order.
+    fn join(&self, state: &mut State, names: &[String], placement: Placement) {
+        let Some(active) = state.active.as_mut() else {
+            return;
+        };
+        let mut added = false;
+        for n in names {
+            if !active.contains(n) && self.owner.contains_key(n) {
+                active.push(n.clone());
+                added = true;
+            }
+        }
+        if !added {
+            return;
+        }
+        if placement == Placement::Sorted {
+            let index: HashMap<&str, usize> = self
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.name.as_str(), i))
+                .collect();
+            active.sort_by_key(|n| index.get(n.as_str()).copied().unwrap_or(usize::MAX));
+        }
+        state.selected = active.len();
+        self.mark_active_shown(state);
+    }
+
+    /// A fresh episode: what is shown before the model does anything (with tool
+    /// search or retrieval, only the tools not held back).
     pub fn new_state(&self) -> State {
+        let mut st = self.base_state();
+        if let Some(initial) = &self.initial {
+            st.active = Some(initial.clone());
+            st.selected = initial.len();
+            st.holding = true;
+            self.mark_active_shown(&mut st);
+        }
+        st
+    }
+
+    /// What every part shows up front, before anything is held back.
+    fn base_state(&self) -> State {
         let mut st = State::default();
         for p in &self.parts {
             for a in p.shown_up_front() {
@@ -209,6 +307,14 @@ impl Composite {
     pub fn visible_tools(&self, state: &State) -> Arc<[ToolDef]> {
         match &state.active {
             None => self.tools.clone(),
+            // Held back: the visible tools in the order they entered, no request_tools.
+            Some(active) if state.holding => {
+                let v: Vec<ToolDef> = active
+                    .iter()
+                    .filter_map(|n| self.tools.iter().find(|t| &t.name == n).cloned())
+                    .collect();
+                v.into()
+            }
             Some(active) => {
                 let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
                 let split = state.selected.min(active.len());
@@ -311,7 +417,7 @@ impl Composite {
     /// Addresses of definitions that are loaded directly as tools are "shown" only while
     /// their tool is active; recompute after the active set changes.
     fn mark_active_shown(&self, state: &mut State) {
-        let fresh = self.new_state();
+        let fresh = self.base_state();
         let active = state.active.clone();
         let mut shown: HashSet<Address> = state
             .shown
@@ -344,16 +450,9 @@ impl Composite {
     }
 
     fn part_for(&self, address: &Address) -> Option<&dyn Strategy> {
-        let kind = match address {
-            Address::Skill(_) => Some(Kind::Skills),
-            Address::Connector(..) => Some(Kind::Connectors),
-            Address::Database(_) => Some(Kind::Databases),
-            Address::Mcp(..) => Some(Kind::Mcp),
-            Address::Builtin(_) => None,
-        };
         self.parts
             .iter()
-            .find(|p| p.kind() == kind)
+            .find(|p| p.owns(address))
             .map(|b| b.as_ref())
     }
 
@@ -413,6 +512,16 @@ impl Composite {
                 ),
             );
         };
+        if state.holding && !self.is_loaded(state, &call.name) {
+            return Resolution::error(
+                ProtocolError::NotSurfaced,
+                format!(
+                    "tool `{}` is held back and no search has surfaced it; search for it with {} first",
+                    call.name,
+                    pool::TOOL_SEARCH
+                ),
+            );
+        }
         if !self.is_loaded(state, &call.name) && self.config.unloaded == UnloadedCalls::Refuse {
             return Resolution::error(
                 ProtocolError::NotLoaded,
@@ -424,7 +533,10 @@ impl Composite {
         }
         let r = self.parts[i].resolve(&call.name, &args, state, &env);
         match &r.effect {
-            Effect::Fetched { addresses } => {
+            Effect::Fetched { addresses, join } => {
+                if !join.is_empty() {
+                    self.join(state, join, self.mode.search.placement);
+                }
                 for a in addresses {
                     if let Address::Skill(n) = a {
                         state.loaded_skills.insert(n.clone());
@@ -448,6 +560,9 @@ impl Composite {
         state: &State,
     ) -> Option<(String, Value)> {
         let (tool, a) = self.part_for(&target.address)?.route(target, args, state)?;
+        if state.holding {
+            return Some((tool, a));
+        }
         if let Some(active) = &state.active {
             if !active.contains(&tool) {
                 return Some((

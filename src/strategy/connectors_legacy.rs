@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::execute::execute;
 use super::protocol::{Env, Rendered, Resolution, State, Strategy};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -60,8 +60,16 @@ impl ConnectorsLegacy {
 }
 
 impl Strategy for ConnectorsLegacy {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Connectors)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Connector(..))
+    }
+
+    fn order(&self) -> u8 {
+        1
+    }
+
+    fn address_of(&self, tool: &str) -> Option<Address> {
+        self.by_tool.get(tool).cloned()
     }
 
     fn render(&self) -> &Rendered {

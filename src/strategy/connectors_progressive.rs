@@ -14,7 +14,7 @@ use super::protocol::{
 };
 use super::results::pretty;
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{safe_name, Address, Catalog, Connector, Kind};
+use crate::catalog::{safe_name, Address, Catalog, Connector};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -113,8 +113,12 @@ fn discover_text(conn: &Connector, shown_as: &str) -> String {
 }
 
 impl Strategy for ConnectorsProgressive {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Connectors)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Connector(..))
+    }
+
+    fn order(&self) -> u8 {
+        1
     }
 
     fn render(&self) -> &Rendered {

@@ -14,7 +14,7 @@ use super::execute::execute;
 use super::protocol::{arg_str, Env, Rendered, Resolution, State, Strategy};
 use super::results::pretty;
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{query_schema, Address, Catalog, Database, Kind, Table};
+use crate::catalog::{query_schema, Address, Catalog, Database, Table};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -184,8 +184,18 @@ impl DatabasesLegacy {
 }
 
 impl Strategy for DatabasesLegacy {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Databases)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Database(_))
+    }
+
+    fn order(&self) -> u8 {
+        2
+    }
+
+    fn address_of(&self, tool: &str) -> Option<Address> {
+        self.by_tool
+            .get(tool)
+            .map(|(db, _)| Address::Database(db.clone()))
     }
 
     fn render(&self) -> &Rendered {

@@ -12,7 +12,7 @@ use super::execute::execute;
 use super::protocol::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy};
 use super::results::pretty;
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{Address, Catalog, Database, Kind};
+use crate::catalog::{Address, Catalog, Database};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -192,8 +192,12 @@ pub fn unknown_table(d: &Database, table: &str) -> Resolution {
 }
 
 impl Strategy for DatabasesProgressive {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Databases)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Database(_))
+    }
+
+    fn order(&self) -> u8 {
+        2
     }
 
     fn render(&self) -> &Rendered {

@@ -4,6 +4,7 @@
 
 use serde_json::{json, Value};
 
+pub use crate::args::schema_errors;
 use crate::catalog::Address;
 use crate::environment::{fixture_response, QueryResult};
 
@@ -73,22 +74,4 @@ fn query_answer(q: &QueryResult, row_limit: usize) -> String {
         );
     }
     results::pretty(&Value::Object(o))
-}
-
-/// JSON Schema violations of `instance`, as readable strings.
-pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
-    match jsonschema::validator_for(schema) {
-        Ok(v) => v
-            .iter_errors(instance)
-            .map(|e| {
-                let at = e.instance_path().to_string();
-                if at.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{at}: {e}")
-                }
-            })
-            .collect(),
-        Err(e) => vec![format!("schema does not compile: {e}")],
-    }
 }

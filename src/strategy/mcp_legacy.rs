@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::execute::execute;
 use super::protocol::{Env, Rendered, Resolution, State, Strategy};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -48,8 +48,16 @@ impl McpLegacy {
 }
 
 impl Strategy for McpLegacy {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Mcp)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Mcp(..))
+    }
+
+    fn order(&self) -> u8 {
+        4
+    }
+
+    fn address_of(&self, tool: &str) -> Option<Address> {
+        self.by_tool.get(tool).cloned()
     }
 
     fn render(&self) -> &Rendered {

@@ -13,7 +13,7 @@ use super::protocol::{
 };
 use super::results::pretty;
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -92,8 +92,12 @@ fn discover_text(server: &crate::catalog::McpServer) -> String {
 }
 
 impl Strategy for McpProgressive {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Mcp)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Mcp(..))
+    }
+
+    fn order(&self) -> u8 {
+        4
     }
 
     fn render(&self) -> &Rendered {

@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::catalog::Kind;
 pub use crate::disclosure::{Disclosure, ModeError};
 
-/// A complete mode: what each kind uses, and whether the selection step runs.
+/// A complete mode: what each kind uses, whether the selection step runs, and the
+/// settings of the strategies beyond the seed system.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Mode {
     /// The name it was asked for by: a preset name or a canonical spec.
@@ -20,6 +21,64 @@ pub struct Mode {
     pub databases: Disclosure,
     pub mcp: Disclosure,
     pub selection: bool,
+    /// Tool search and retrieval: used when a kind is `deferred` or `retrieved`.
+    pub search: SearchSettings,
+    /// A built-in template set laid over the run's templates for this mode only
+    /// (`templates=NAME` in a spec), so wordings can be compared in one run.
+    pub templates: Option<String>,
+}
+
+/// How a search tool matches its query against the tools it holds back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchVariant {
+    /// BM25 over names, descriptions and parameter names; the query is words.
+    Bm25,
+    /// A regular expression (Rust `regex` syntax) matched against names, descriptions
+    /// and parameter names, as Anthropic's regex tool search takes a pattern.
+    Regex,
+}
+
+/// Where the tools a search finds enter the context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// After everything already sent, where the search answered (as a provider that
+    /// expands tool references in place does): the cached prefix survives.
+    Append,
+    /// Re-sorted into the tool list in catalog order: the tool list changes, and the
+    /// cached prefix breaks at the first tool inserted.
+    Sorted,
+}
+
+/// The settings of `deferred` (tool search) and `retrieved` (retrieval) kinds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SearchSettings {
+    pub variant: SearchVariant,
+    /// Tool references one search returns.
+    pub results: usize,
+    pub placement: Placement,
+    /// Address patterns (`builtin:*`, `mcp:github/*`, an exact address) of tools shown
+    /// directly from the first turn, never held back.
+    pub always_on: Vec<String>,
+    /// Retrieval: how many tools are pre-selected for the query.
+    pub k: usize,
+    /// Retrieval: a search tool over the tools not retrieved (else they are out of
+    /// reach, as in RAG-MCP).
+    pub fallback: bool,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            variant: SearchVariant::Bm25,
+            results: 5,
+            placement: Placement::Append,
+            always_on: Vec::new(),
+            k: 5,
+            fallback: true,
+        }
+    }
 }
 
 /// The environment variables of the seed system, one per kind.
@@ -30,10 +89,27 @@ pub const ENV_VARS: [(Kind, &str); 4] = [
     (Kind::Mcp, "MCP_TOOL_MODE"),
 ];
 
-pub const PRESETS: [&str; 3] = ["progressive", "legacy", "inline"];
+/// The presets a run shows when no mode is asked for, in report order.
+pub const PRESETS: [&str; 6] = [
+    "progressive",
+    "legacy",
+    "inline",
+    "mcp-resource",
+    "tool-search",
+    "retrieval",
+];
+
+/// Presets that can be named but are not run by default.
+pub const EXTRA_PRESETS: [&str; 1] = ["all-tools"];
+
+/// The keys of a spec besides the four kinds.
+const SETTING_KEYS: &str =
+    "selection, search, results, placement, always_on, k, fallback, templates";
 
 impl Mode {
-    /// A named preset: `progressive`, `legacy` or `inline`.
+    /// A named preset: `progressive`, `legacy`, `inline` (the seed system's), `mcp-resource`,
+    /// `tool-search`, `retrieval`, or `all-tools` (every definition up front, no
+    /// selection step).
     pub fn preset(name: &str) -> Option<Mode> {
         use Disclosure::*;
         let (s, c, d, m, sel) = match name {
@@ -44,6 +120,16 @@ impl Mode {
             "legacy" => (Inline, Legacy, Legacy, Legacy, true),
             // Skills inline, the rest progressive; selection on as in progressive.
             "inline" => (Inline, Progressive, Progressive, Progressive, true),
+            // The MCP Progressive Disclosure extension for MCP servers; the other kinds
+            // as in progressive. No selection step: the extension has none, and it
+            // could hide `read_resource`.
+            "mcp-resource" => (Progressive, Progressive, Progressive, Resource, false),
+            // Every connector action, database tool and MCP tool behind a search tool.
+            "tool-search" => (Progressive, Deferred, Deferred, Deferred, false),
+            // The top-k of them for the query, retrieved before the model is asked.
+            "retrieval" => (Progressive, Retrieved, Retrieved, Retrieved, false),
+            // All tools in the prompt: every definition up front, no selection step.
+            "all-tools" => (Inline, Legacy, Legacy, Legacy, false),
             _ => return None,
         };
         Some(Mode {
@@ -53,41 +139,184 @@ impl Mode {
             databases: d,
             mcp: m,
             selection: sel,
+            search: SearchSettings::default(),
+            templates: None,
         })
     }
 
     /// Parses a preset name or a spec such as `skills=inline,mcp=legacy,selection=off`.
-    /// A spec starts from the `progressive` preset and changes what it names.
+    /// A spec starts from the `progressive` preset, or from the preset it names first
+    /// (`tool-search,search=regex`), and changes what it names. A combination that
+    /// makes no sense is an error saying why.
     pub fn parse(spec: &str) -> Result<Mode, ModeError> {
         let spec = spec.trim();
         if let Some(m) = Mode::preset(spec) {
             return Ok(m);
         }
-        if !spec.contains('=') {
-            return Err(ModeError(format!(
+        let mut parts: Vec<&str> = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .collect();
+        let mut mode = match parts.first().and_then(|p| Mode::preset(p)) {
+            Some(m) => {
+                parts.remove(0);
+                m
+            }
+            None if !spec.contains('=') => return Err(ModeError(format!(
                 "unknown mode `{spec}`: use a preset ({}) or a spec like skills=inline,mcp=legacy",
-                PRESETS.join(", ")
-            )));
-        }
-        let mut mode = Mode::preset("progressive").expect("preset exists");
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                PRESETS
+                    .iter()
+                    .chain(EXTRA_PRESETS.iter())
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+            None => Mode::preset("progressive").expect("preset exists"),
+        };
+        let mut given: Vec<&str> = Vec::new();
+        for part in parts {
             let (k, v) = part
                 .split_once('=')
                 .ok_or_else(|| ModeError(format!("`{part}` in mode `{spec}` is not key=value")))?;
-            let k = k.trim();
-            if k == "selection" {
-                mode.selection = match v.trim() {
-                    "on" | "true" => true,
-                    "off" | "false" => false,
-                    other => return Err(ModeError(format!("selection={other}: use on or off"))),
-                };
-                continue;
+            let (k, v) = (k.trim(), v.trim());
+            given.push(k);
+            let number = |v: &str, lo: usize, hi: usize| -> Result<usize, ModeError> {
+                v.parse()
+                    .ok()
+                    .filter(|n| (lo..=hi).contains(n))
+                    .ok_or_else(|| ModeError(format!("{k}={v}: a whole number from {lo} to {hi}")))
+            };
+            match k {
+                "selection" => {
+                    mode.selection = match v {
+                        "on" | "true" => true,
+                        "off" | "false" => false,
+                        other => {
+                            return Err(ModeError(format!("selection={other}: use on or off")))
+                        }
+                    }
+                }
+                "search" => {
+                    mode.search.variant = match v {
+                        "bm25" => SearchVariant::Bm25,
+                        "regex" => SearchVariant::Regex,
+                        other => {
+                            return Err(ModeError(format!("search={other}: use bm25 or regex")))
+                        }
+                    }
+                }
+                "results" => mode.search.results = number(v, 1, 20)?,
+                "k" => mode.search.k = number(v, 1, 100)?,
+                "placement" => {
+                    mode.search.placement = match v {
+                        "append" => Placement::Append,
+                        "sorted" => Placement::Sorted,
+                        other => {
+                            return Err(ModeError(format!(
+                                "placement={other}: use append or sorted"
+                            )))
+                        }
+                    }
+                }
+                "fallback" => {
+                    mode.search.fallback = match v {
+                        "search" => true,
+                        "none" => false,
+                        other => {
+                            return Err(ModeError(format!("fallback={other}: use search or none")))
+                        }
+                    }
+                }
+                "always_on" => {
+                    mode.search.always_on = v
+                        .split('+')
+                        .map(str::trim)
+                        .filter(|p| !p.is_empty())
+                        .map(str::to_string)
+                        .collect();
+                    for p in &mode.search.always_on {
+                        check_pattern(p)?;
+                    }
+                }
+                "templates" => {
+                    if !super::templates::SETS.iter().any(|(n, _)| *n == v) {
+                        return Err(ModeError(format!(
+                            "templates={v}: not a built-in template set (known: {})",
+                            super::templates::SETS
+                                .iter()
+                                .map(|(n, _)| *n)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    mode.templates = Some(v.to_string());
+                }
+                _ => {
+                    let kind = parse_kind(k)?;
+                    mode.set(kind, Disclosure::parse_spec_for(kind, v)?);
+                }
             }
-            let kind = parse_kind(k)?;
-            mode.set(kind, Disclosure::parse_for(kind, v)?);
         }
+        mode.check(&given)?;
         mode.label = mode.canonical_spec();
         Ok(mode)
+    }
+
+    /// The combinations that make no sense, refused with the reason.
+    fn check(&self, given: &[&str]) -> Result<(), ModeError> {
+        let kinds = [self.connectors, self.databases, self.mcp];
+        let deferred = kinds.contains(&Disclosure::Deferred);
+        let retrieved = kinds.contains(&Disclosure::Retrieved);
+        if deferred && retrieved {
+            return Err(ModeError(
+                "deferred (tool search) and retrieved (retrieval) cannot be mixed in one mode: \
+                 each decides on its own which tools the model sees"
+                    .into(),
+            ));
+        }
+        if self.selection && (deferred || retrieved) {
+            return Err(ModeError(
+                "selection=on cannot be combined with deferred or retrieved kinds: tool search \
+                 and retrieval replace the selection step (use selection=off)"
+                    .into(),
+            ));
+        }
+        if self.selection && self.mcp == Disclosure::Resource {
+            return Err(ModeError(
+                "selection=on cannot be combined with mcp=resource: the selection step could \
+                 hide read_resource, without which no MCP tool can be called (use selection=off)"
+                    .into(),
+            ));
+        }
+        let searches = deferred || (retrieved && self.search.fallback);
+        for k in given {
+            let applies = match *k {
+                "search" | "results" | "placement" => searches,
+                "always_on" => deferred || retrieved,
+                "k" | "fallback" => retrieved,
+                _ => true,
+            };
+            if !applies {
+                return Err(ModeError(format!(
+                    "{k}= applies only when a kind is {}",
+                    match *k {
+                        "k" | "fallback" => "retrieved (retrieval)".to_string(),
+                        "always_on" => "deferred or retrieved".to_string(),
+                        _ =>
+                            "deferred (tool search), or retrieved with fallback=search".to_string(),
+                    }
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether some kind is held back behind a search tool or pre-selected by retrieval.
+    pub fn searches(&self) -> bool {
+        [self.connectors, self.databases, self.mcp]
+            .iter()
+            .any(|d| matches!(d, Disclosure::Deferred | Disclosure::Retrieved))
     }
 
     /// The mode a deployment configured only by environment variables would use:
@@ -140,16 +369,75 @@ impl Mode {
         }
     }
 
-    /// `skills=…,connectors=…,databases=…,mcp=…,selection=on|off`.
+    /// `skills=…,connectors=…,databases=…,mcp=…,selection=on|off`, then the settings
+    /// that apply to this mode (search, retrieval, template set).
     pub fn canonical_spec(&self) -> String {
-        format!(
+        let mut s = format!(
             "skills={},connectors={},databases={},mcp={},selection={}",
             self.skills.as_str(),
             self.connectors.as_str(),
             self.databases.as_str(),
             self.mcp.as_str(),
             if self.selection { "on" } else { "off" }
-        )
+        );
+        let kinds = [self.connectors, self.databases, self.mcp];
+        let retrieved = kinds.contains(&Disclosure::Retrieved);
+        let deferred = kinds.contains(&Disclosure::Deferred);
+        let x = &self.search;
+        if retrieved {
+            s += &format!(
+                ",k={},fallback={}",
+                x.k,
+                if x.fallback { "search" } else { "none" }
+            );
+        }
+        if deferred || (retrieved && x.fallback) {
+            s += &format!(
+                ",search={},results={},placement={}",
+                match x.variant {
+                    SearchVariant::Bm25 => "bm25",
+                    SearchVariant::Regex => "regex",
+                },
+                x.results,
+                match x.placement {
+                    Placement::Append => "append",
+                    Placement::Sorted => "sorted",
+                }
+            );
+        }
+        if (deferred || retrieved) && !x.always_on.is_empty() {
+            s += &format!(",always_on={}", x.always_on.join("+"));
+        }
+        if let Some(t) = &self.templates {
+            s += &format!(",templates={t}");
+        }
+        s
+    }
+}
+
+/// An always-on pattern: an address, or one whose last part is `*`
+/// (`builtin:*`, `mcp:github/*`).
+fn check_pattern(p: &str) -> Result<(), ModeError> {
+    let ok = match p.split_once(':') {
+        Some((scheme, rest)) => {
+            matches!(scheme, "builtin" | "connector" | "database" | "mcp") && !rest.is_empty()
+        }
+        None => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(ModeError(format!(
+            "always_on={p}: use addresses or patterns like builtin:*, mcp:github/*, connector:erp/get_order, separated by +"
+        )))
+    }
+}
+
+/// Whether `address` (its text form) matches an always-on pattern.
+pub fn matches_pattern(pattern: &str, address: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => address.starts_with(prefix),
+        None => pattern == address,
     }
 }
 
@@ -166,7 +454,7 @@ fn parse_kind(k: &str) -> Result<Kind, ModeError> {
         "databases" | "database" => Ok(Kind::Databases),
         "mcp" => Ok(Kind::Mcp),
         other => Err(ModeError(format!(
-            "unknown kind `{other}` in mode: use skills, connectors, databases, mcp or selection"
+            "unknown key `{other}` in mode: use skills, connectors, databases, mcp or a setting ({SETTING_KEYS})"
         ))),
     }
 }
@@ -216,7 +504,7 @@ mod tests {
         assert!(Mode::parse("tools=legacy")
             .unwrap_err()
             .0
-            .contains("unknown kind"));
+            .contains("unknown key"));
         assert!(Mode::parse("fast").unwrap_err().0.contains("unknown mode"));
     }
 

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::environment::{Databases, QueryError, QueryResult};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
@@ -41,6 +41,13 @@ pub struct State {
     pub fetched: Vec<Address>,
     /// Addresses executed so far, in order.
     pub executed: Vec<Address>,
+    /// Whether `active` holds tools back for tool search or retrieval (rather than
+    /// for the selection step): no `request_tools`, and a call outside it is refused
+    /// as never surfaced.
+    pub holding: bool,
+    /// MCP tools (their listed names) whose description this episode has read
+    /// (`mcp-resource`): the only ones it may call. Per episode, never shared.
+    pub authorized: BTreeSet<String>,
 }
 
 /// A protocol error: the call was not understood or not allowed.
@@ -55,6 +62,14 @@ pub enum ProtocolError {
     SchemaViolation,
     /// A tool that exists but is not loaded (selection step).
     NotLoaded,
+    /// A tool held back behind tool search or retrieval that no search surfaced.
+    NotSurfaced,
+    /// `mcp-resource`: the tool-descriptions resource read without `?tools=`
+    /// (the anti-pattern of fetching everything first).
+    MissingToolSelection,
+    /// `mcp-resource`: a tool called before its description was read (the
+    /// anti-pattern of skipping the fetch).
+    DescriptionRequired,
 }
 
 impl ProtocolError {
@@ -64,6 +79,9 @@ impl ProtocolError {
             ProtocolError::BadSubcommand => "bad_subcommand",
             ProtocolError::SchemaViolation => "schema_violation",
             ProtocolError::NotLoaded => "not_loaded",
+            ProtocolError::NotSurfaced => "not_surfaced",
+            ProtocolError::MissingToolSelection => "missing_tool_selection",
+            ProtocolError::DescriptionRequired => "description_required",
         }
     }
 }
@@ -75,6 +93,10 @@ pub enum Effect {
     /// Protocol: definitions (or catalog listings) entered the context.
     Fetched {
         addresses: Vec<Address>,
+        /// Top-level tools that join the visible tool list from the next request on
+        /// (tool search); empty for definitions returned as text.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        join: Vec<String>,
     },
     /// A real call, with the arguments it was made with.
     Executed {
@@ -110,7 +132,19 @@ impl Resolution {
     pub fn fetched(content: String, addresses: Vec<Address>) -> Resolution {
         Resolution {
             content,
-            effect: Effect::Fetched { addresses },
+            effect: Effect::Fetched {
+                addresses,
+                join: Vec::new(),
+            },
+        }
+    }
+
+    /// A protocol error whose answer is a structured JSON document (the MCP
+    /// Progressive Disclosure extension's `{"error": {"code": …}}`).
+    pub fn error_json(error: ProtocolError, body: Value) -> Resolution {
+        Resolution {
+            content: body.to_string(),
+            effect: Effect::Error { error },
         }
     }
 }
@@ -122,13 +156,43 @@ pub struct Env<'a> {
     pub config: &'a ProtocolConfig,
 }
 
-/// One way of disclosing one kind of resource. Strategies are built once per
-/// scenario × mode and shared read-only by every episode in flight.
+/// What a strategy retrieved for a query before the model was asked (retrieval).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Retrieved {
+    /// The tool shown.
+    pub tool: String,
+    pub address: Address,
+    /// Its retrieval score.
+    pub score: f64,
+    /// 1 = best.
+    pub rank: usize,
+}
+
+/// One way of disclosing resources: one kind, several kinds (tool search and
+/// retrieval span every kind held back), or the built-in tools. Strategies are built
+/// once per scenario × mode and shared read-only by every episode in flight.
 pub trait Strategy: Send + Sync {
-    /// The kind it discloses; `None` for built-in tools.
-    fn kind(&self) -> Option<Kind>;
+    /// Whether calls to `address` go through this strategy.
+    fn owns(&self, address: &Address) -> bool;
+    /// Its place in the tool list, in FIM One's registry order: built-ins 0, API
+    /// connectors 1, databases 2, skills 3, MCP 4, strategies spanning kinds 5.
+    fn order(&self) -> u8;
     /// Its system-prompt section and tool definitions.
     fn render(&self) -> &Rendered;
+    /// The tools of `render()` visible at the first turn, when it holds the others
+    /// back until a search or retrieval surfaces them; `None` = all of them.
+    fn held_back(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// The address one of its tools executes, for tools that execute one address
+    /// (legacy tools and built-ins); `None` for meta-tools.
+    fn address_of(&self, _tool: &str) -> Option<Address> {
+        None
+    }
+    /// Acts on the query before the model is asked (retrieval): the tools to show.
+    fn at_query(&self, _query: &str) -> Vec<Retrieved> {
+        Vec::new()
+    }
     /// Addresses whose definitions are in the context from the first turn.
     fn shown_up_front(&self) -> Vec<Address>;
     /// Answers a call to one of its tools (`tool` is one of `render().tools`).

@@ -4,7 +4,7 @@ use serde_json::{json, Value};
 
 use super::protocol::{Env, Rendered, Resolution, State, Strategy};
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 
 pub struct SkillsInline {
@@ -31,8 +31,12 @@ impl SkillsInline {
 }
 
 impl Strategy for SkillsInline {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Skills)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Skill(_))
+    }
+
+    fn order(&self) -> u8 {
+        3
     }
 
     fn render(&self) -> &Rendered {

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::protocol::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy};
 use super::templates::{TemplateError, Templates};
-use crate::catalog::{Address, Catalog, Kind};
+use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -62,8 +62,12 @@ impl SkillsProgressive {
 }
 
 impl Strategy for SkillsProgressive {
-    fn kind(&self) -> Option<Kind> {
-        Some(Kind::Skills)
+    fn owns(&self, address: &Address) -> bool {
+        matches!(address, Address::Skill(_))
+    }
+
+    fn order(&self) -> u8 {
+        3
     }
 
     fn render(&self) -> &Rendered {

@@ -8,7 +8,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 /// The template files, by name, with their built-in text.
-pub const BUILTIN: [(&str, &str); 16] = [
+pub const BUILTIN: [(&str, &str); 22] = [
     ("system.j2", include_str!("../../templates/system.j2")),
     (
         "default_instructions.txt",
@@ -58,6 +58,98 @@ pub const BUILTIN: [(&str, &str); 16] = [
         "selection_reformat.j2",
         include_str!("../../templates/selection_reformat.j2"),
     ),
+    (
+        "mcp_resource_system.j2",
+        include_str!("../../templates/mcp_resource_system.j2"),
+    ),
+    (
+        "read_resource.j2",
+        include_str!("../../templates/read_resource.j2"),
+    ),
+    (
+        "resource_missing.j2",
+        include_str!("../../templates/resource_missing.j2"),
+    ),
+    (
+        "resource_required.j2",
+        include_str!("../../templates/resource_required.j2"),
+    ),
+    (
+        "tool_search.j2",
+        include_str!("../../templates/tool_search.j2"),
+    ),
+    (
+        "tool_search_result.j2",
+        include_str!("../../templates/tool_search_result.j2"),
+    ),
+];
+
+/// Built-in template sets, by name: files laid over the built-in templates, named by a
+/// mode (`templates=NAME`) or a run (`--templates NAME`). `fim-frame` wraps the system
+/// prompt in a frame of FIM One's structure and length; the `mcp-pd-*` sets are the
+/// wordings the MCP Progressive Disclosure guide (v2.1) reports failing, to compare
+/// with its recommended one (the built-in `read_resource.j2` and
+/// `mcp_resource_system.j2`).
+pub const SETS: [(&str, &[(&str, &str)]); 5] = [
+    (
+        "fim-frame",
+        &[(
+            "system.j2",
+            include_str!("../../templates/sets/fim-frame/system.j2"),
+        )],
+    ),
+    (
+        "mcp-pd-brief",
+        &[
+            (
+                "read_resource.j2",
+                include_str!("../../templates/sets/mcp-pd-brief/read_resource.j2"),
+            ),
+            (
+                "mcp_resource_system.j2",
+                include_str!("../../templates/sets/mcp-pd-brief/mcp_resource_system.j2"),
+            ),
+        ],
+    ),
+    (
+        "mcp-pd-verbose",
+        &[
+            (
+                "read_resource.j2",
+                include_str!("../../templates/sets/mcp-pd-verbose/read_resource.j2"),
+            ),
+            (
+                "mcp_resource_system.j2",
+                include_str!("../../templates/sets/mcp-pd-verbose/mcp_resource_system.j2"),
+            ),
+        ],
+    ),
+    (
+        "mcp-pd-no-example",
+        &[
+            (
+                "read_resource.j2",
+                include_str!("../../templates/sets/mcp-pd-no-example/read_resource.j2"),
+            ),
+            (
+                "mcp_resource_system.j2",
+                include_str!("../../templates/sets/mcp-pd-no-example/mcp_resource_system.j2"),
+            ),
+        ],
+    ),
+    (
+        "mcp-pd-no-prohibition",
+        &[
+            (
+                "read_resource.j2",
+                include_str!("../../templates/sets/mcp-pd-no-prohibition/read_resource.j2"),
+            ),
+            (
+                "mcp_resource_system.j2",
+                include_str!("../../templates/sets/mcp-pd-no-prohibition/mcp_resource_system.j2"),
+            ),
+        ],
+    ),
 ];
 
 /// A template set that cannot be loaded, or a template that cannot be rendered.
@@ -75,6 +167,8 @@ pub enum TemplateError {
         dir: std::path::PathBuf,
         name: String,
     },
+    #[error("`{0}` is neither a template directory nor a built-in template set (known: {known})", known = SETS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))]
+    UnknownSet(String),
     #[error("{}: {message}", path.display())]
     Read {
         path: std::path::PathBuf,
@@ -88,6 +182,8 @@ pub enum TemplateError {
 /// The loaded templates.
 pub struct Templates {
     env: Environment<'static>,
+    /// The effective source of each template, by name (to lay a set over).
+    sources: Vec<(String, String)>,
     /// Content hash of each template's effective text, by name (for `run.json`).
     hashes: std::collections::BTreeMap<String, String>,
 }
@@ -102,14 +198,6 @@ impl Templates {
     /// A file in `dir` that is not a known template name is an error (a typo would
     /// otherwise be silently ignored).
     pub fn with_overrides(dir: Option<&Path>) -> Result<Templates, TemplateError> {
-        let mut env = Environment::new();
-        env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(true)
-                .build()
-                .map_err(|e| TemplateError::Syntax(e.to_string()))?,
-        );
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         let mut sources: Vec<(String, String)> = BUILTIN
             .iter()
             .map(|(n, s)| (n.to_string(), s.to_string()))
@@ -133,16 +221,60 @@ impl Templates {
                 })?;
             }
         }
+        Templates::compile(sources)
+    }
+
+    /// The templates of `--templates VALUE`: a directory of overrides, or the name of
+    /// a built-in set laid over the built-in templates.
+    pub fn from_arg(value: &Path) -> Result<Templates, TemplateError> {
+        if value.is_dir() {
+            return Templates::with_overrides(Some(value));
+        }
+        let name = value.to_string_lossy();
+        if SETS.iter().any(|(n, _)| *n == name) {
+            return Templates::builtin().with_set(&name);
+        }
+        Err(TemplateError::UnknownSet(name.into_owned()))
+    }
+
+    /// These templates with a built-in set laid over them.
+    pub fn with_set(&self, name: &str) -> Result<Templates, TemplateError> {
+        let (_, files) = SETS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .ok_or_else(|| TemplateError::UnknownSet(name.to_string()))?;
+        let mut sources = self.sources.clone();
+        for (file, text) in files.iter() {
+            if let Some(slot) = sources.iter_mut().find(|(n, _)| n == file) {
+                slot.1 = text.to_string();
+            }
+        }
+        Templates::compile(sources)
+    }
+
+    fn compile(sources: Vec<(String, String)>) -> Result<Templates, TemplateError> {
+        let mut env = Environment::new();
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .build()
+                .map_err(|e| TemplateError::Syntax(e.to_string()))?,
+        );
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         let mut hashes = std::collections::BTreeMap::new();
-        for (name, src) in sources {
+        for (name, src) in &sources {
             hashes.insert(name.clone(), crate::hash::content_hash(src.as_bytes()));
-            env.add_template_owned(name.clone(), src)
+            env.add_template_owned(name.clone(), src.clone())
                 .map_err(|e| TemplateError::Render {
                     name: name.clone(),
                     message: e.to_string(),
                 })?;
         }
-        Ok(Templates { env, hashes })
+        Ok(Templates {
+            env,
+            sources,
+            hashes,
+        })
     }
 
     /// Renders a template; the result is trimmed of surrounding whitespace.

@@ -1,5 +1,6 @@
 //! A small BM25 ranker (k1 = 1.2, b = 0.75) over short documents, with an English
-//! stop-word list and crude plural stripping: enough for a deterministic stand-in.
+//! stop-word list and crude plural stripping: what the tool-search and retrieval
+//! strategies rank tools with, and the lexical model ranks what it sees with.
 
 use std::collections::HashMap;
 
