@@ -36,36 +36,85 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// BM25 scores of each document for the query, in document order.
 pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
-    let docs: Vec<Vec<String>> = docs.iter().map(|d| tokenize(d)).collect();
-    let n = docs.len() as f64;
-    if docs.is_empty() {
-        return Vec::new();
+    Index::new(docs).scores(query)
+}
+
+/// Documents tokenized once, to be ranked against many queries (the search tool's
+/// pool is searched on every call).
+pub struct Index {
+    /// Per document: term → count.
+    docs: Vec<HashMap<String, usize>>,
+    lens: Vec<usize>,
+    /// Term → documents holding it.
+    df: HashMap<String, usize>,
+    avg: f64,
+}
+
+impl Index {
+    pub fn new(docs: &[String]) -> Index {
+        let mut df: HashMap<String, usize> = HashMap::new();
+        let mut out = Vec::with_capacity(docs.len());
+        let mut lens = Vec::with_capacity(docs.len());
+        for d in docs {
+            let words = tokenize(d);
+            lens.push(words.len());
+            let mut tf: HashMap<String, usize> = HashMap::new();
+            for w in words {
+                *tf.entry(w).or_default() += 1;
+            }
+            for w in tf.keys() {
+                *df.entry(w.clone()).or_default() += 1;
+            }
+            out.push(tf);
+        }
+        let avg = if docs.is_empty() {
+            0.0
+        } else {
+            lens.iter().sum::<usize>() as f64 / docs.len() as f64
+        };
+        Index {
+            docs: out,
+            lens,
+            df,
+            avg,
+        }
     }
-    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
-    let mut q = tokenize(query);
-    q.sort();
-    q.dedup();
-    // Document frequencies are needed for the query's terms only.
-    let df: HashMap<&str, usize> = q
-        .iter()
-        .map(|t| (t.as_str(), docs.iter().filter(|d| d.contains(t)).count()))
-        .collect();
-    docs.iter()
-        .map(|d| {
-            let len = d.len() as f64;
-            q.iter()
-                .map(|term| {
-                    let tf = d.iter().filter(|w| *w == term).count() as f64;
-                    if tf == 0.0 {
-                        return 0.0;
-                    }
-                    let nq = *df.get(term.as_str()).unwrap_or(&0) as f64;
-                    let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
-                    idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
-                })
-                .sum()
-        })
-        .collect()
+
+    /// How many documents hold `term` (a tokenized word).
+    pub fn df(&self, term: &str) -> usize {
+        self.df.get(term).copied().unwrap_or(0)
+    }
+
+    /// The distinct terms of document `i`.
+    pub fn terms(&self, i: usize) -> impl Iterator<Item = &String> {
+        self.docs[i].keys()
+    }
+
+    /// BM25 scores of each document for the query, in document order.
+    pub fn scores(&self, query: &str) -> Vec<f64> {
+        let n = self.docs.len() as f64;
+        let mut q = tokenize(query);
+        q.sort();
+        q.dedup();
+        self.docs
+            .iter()
+            .zip(&self.lens)
+            .map(|(d, &len)| {
+                let len = len as f64;
+                q.iter()
+                    .map(|term| {
+                        let tf = d.get(term).copied().unwrap_or(0) as f64;
+                        if tf == 0.0 {
+                            return 0.0;
+                        }
+                        let nq = self.df(term) as f64;
+                        let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
+                        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg.max(1.0)))
+                    })
+                    .sum()
+            })
+            .collect()
+    }
 }
 
 /// Index of the best-scoring document, earliest on ties; `None` if all score 0.

@@ -51,17 +51,23 @@ impl Disclosure {
     /// `progressive|inline`, the others `progressive|legacy` (scenario `agent.modes`,
     /// environment variables).
     pub fn parse_for(kind: Kind, value: &str) -> Result<Disclosure, ModeError> {
-        match Disclosure::parse_spec_for(kind, value)? {
+        let seed = if kind == Kind::Skills {
+            "progressive or inline"
+        } else {
+            "progressive or legacy"
+        };
+        let parsed = Disclosure::parse_spec_for(kind, value).map_err(|_| {
+            ModeError(format!(
+                "`{value}` is not a disclosure for {}; use {seed}",
+                kind.as_str()
+            ))
+        })?;
+        match parsed {
             d @ (Disclosure::Progressive | Disclosure::Inline | Disclosure::Legacy) => Ok(d),
             d => Err(ModeError(format!(
-                "`{}` is a --mode spec value, not one of the seed system's; here {} takes {}",
+                "`{}` is a --mode spec value, not one of the seed system's; here {} takes {seed}",
                 d.as_str(),
                 kind.as_str(),
-                if kind == Kind::Skills {
-                    "progressive or inline"
-                } else {
-                    "progressive or legacy"
-                }
             ))),
         }
     }

@@ -187,6 +187,15 @@ pub struct Ledger {
     pub billed_input: usize,
     /// The largest single request.
     pub peak_context: usize,
+    /// Sum over the requests of one conversation of the tokens each shares, as a
+    /// prefix, with the one before it, in the order a provider caches (tools, system,
+    /// messages): what a prompt cache could serve.
+    #[serde(default)]
+    pub cached_prefix: usize,
+    /// `billed_input` with every cacheable prefix priced as a cache hit (at the
+    /// model's cached-input price, else at the configured discount), in input tokens.
+    #[serde(default)]
+    pub billed_cached: usize,
 }
 
 #[cfg(test)]

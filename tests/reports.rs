@@ -104,7 +104,7 @@ fn aggregates_agree_with_a_direct_count() {
         .collect();
     let summary: Value = serde_json::from_str(&read(&run.join("summary.json"))).unwrap();
     let groups = summary["groups"].as_array().unwrap();
-    assert_eq!(groups.len(), 6);
+    assert_eq!(groups.len(), 12);
     for g in groups {
         let mine: Vec<&Value> = lines
             .iter()
@@ -136,12 +136,33 @@ fn aggregates_agree_with_a_direct_count() {
             .sum::<f64>()
             / mine.len() as f64;
         assert!((g["f1"].as_f64().unwrap() - f1).abs() < 1e-12);
+        // Surfacing: the mean over the outcomes that expect a call.
+        let measured: Vec<f64> = mine
+            .iter()
+            .filter_map(|o| o["surfacing"]["mrr"].as_f64())
+            .collect();
+        assert_eq!(
+            g["surfacing"]["n"].as_u64().unwrap_or(0),
+            measured.len() as u64
+        );
+        if !measured.is_empty() {
+            let mrr = measured.iter().sum::<f64>() / measured.len() as f64;
+            assert!(
+                (g["surfacing"]["mrr"].as_f64().unwrap() - mrr).abs() < 1e-9,
+                "{g}"
+            );
+        }
+        // The cached bill never exceeds the bill.
+        assert!(
+            g["tokens"]["billed_cached"]["median"].as_f64().unwrap()
+                <= g["tokens"]["billed_input"]["median"].as_f64().unwrap()
+        );
     }
     // Savings against legacy: legacy itself saves nothing.
     let legacy = groups.iter().find(|g| g["mode"] == "legacy").unwrap();
     assert_eq!(legacy["savings_first_turn"].as_f64(), Some(0.0));
-    // One McNemar pair per model and pair of modes.
-    assert_eq!(summary["pairs"].as_array().unwrap().len(), 2 * 3);
+    // One McNemar pair per model and pair of modes (6 presets: 15 pairs).
+    assert_eq!(summary["pairs"].as_array().unwrap().len(), 2 * 15);
 }
 
 #[test]

@@ -174,9 +174,9 @@ fn an_interrupted_run_says_it_is_incomplete() {
     let o = bin().arg("report").arg(&full).output().unwrap();
     ok(&o);
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("incomplete run: 10 of 24"), "{out}");
-    assert!(read(&full.join("summary.md")).contains("10 of 24"));
-    assert!(read(&full.join("index.html")).contains("10 of 24"));
+    assert!(out.contains("incomplete run: 10 of 48"), "{out}");
+    assert!(read(&full.join("summary.md")).contains("10 of 48"));
+    assert!(read(&full.join("index.html")).contains("10 of 48"));
 }
 
 #[test]

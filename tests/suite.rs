@@ -587,8 +587,8 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
         assert!(stdout.contains(col), "{stdout}");
     }
     let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
-    // 4 queries × 3 presets × 2 models.
-    assert_eq!(lines.lines().count(), 24);
+    // 4 queries × 6 presets × 2 models.
+    assert_eq!(lines.lines().count(), 48);
     // Shared texts (system prompts, first-turn tool definitions) are in texts.jsonl
     // once each, and every outcome refers to them by hash, whatever order episodes
     // finished in: the text behind each reference is exactly what was counted.
@@ -632,8 +632,8 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r1/run.json")).unwrap())
             .unwrap();
-    assert_eq!(manifest["plan"]["total"], json!(24));
-    assert_eq!(manifest["assigned"], json!(24));
+    assert_eq!(manifest["plan"]["total"], json!(48));
+    assert_eq!(manifest["assigned"], json!(48));
     assert_eq!(manifest["settings"]["tokenizer"], json!("o200k_base"));
     assert!(manifest["scenarios"][0]["files"]
         .as_object()

@@ -19,7 +19,8 @@ use serde::Deserialize;
 
 use super::stats::{mcnemar_exact, pass_k, stable, PassK, Rate};
 use super::summary::{
-    Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, LAYERS, PROTOCOL_RATES,
+    Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, SurfacingStat, LAYERS,
+    PROTOCOL_RATES,
 };
 use crate::record;
 
@@ -47,6 +48,15 @@ struct Line {
     usage: Option<crate::record::Usage>,
     #[serde(default)]
     cost_usd: Option<f64>,
+    #[serde(default)]
+    surfacing: Option<LineSurfacing>,
+}
+
+#[derive(Deserialize)]
+struct LineSurfacing {
+    recall_at_k: f64,
+    recall: f64,
+    mrr: f64,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +115,7 @@ struct Batch {
     f: BTreeMap<&'static str, Vec<f64>>,
     b: BTreeMap<&'static str, Vec<bool>>,
     ob: BTreeMap<&'static str, Vec<Option<bool>>>,
+    of: BTreeMap<&'static str, Vec<Option<f64>>>,
     len: usize,
 }
 
@@ -202,6 +213,14 @@ impl Batch {
         ] {
             self.b.entry(k).or_default().push(v);
         }
+        let sf = l.surfacing.as_ref();
+        for (k, v) in [
+            ("surfacing_recall_at_k", sf.map(|x| x.recall_at_k)),
+            ("surfacing_recall", sf.map(|x| x.recall)),
+            ("surfacing_mrr", sf.map(|x| x.mrr)),
+        ] {
+            self.of.entry(k).or_default().push(v);
+        }
         for (k, v) in [
             ("abstain_ok", sc.abstain_ok),
             ("args_ok", sc.args_ok),
@@ -227,6 +246,9 @@ impl Batch {
             cols.push(Column::new(k.into(), v));
         }
         for (k, v) in std::mem::take(&mut self.ob) {
+            cols.push(Column::new(k.into(), v));
+        }
+        for (k, v) in std::mem::take(&mut self.of) {
             cols.push(Column::new(k.into(), v));
         }
         let n = std::mem::take(&mut self.len);
@@ -393,6 +415,12 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         col("recall").mean().alias("recall"),
         col("f1").mean().alias("f1"),
         col("catalog_size").max().alias("catalog_size"),
+        u(col("surfacing_mrr").is_not_null()).alias("surfacing_n"),
+        col("surfacing_recall_at_k")
+            .mean()
+            .alias("surfacing_recall_at_k"),
+        col("surfacing_recall").mean().alias("surfacing_recall"),
+        col("surfacing_mrr").mean().alias("surfacing_mrr"),
     ];
     for c in PROTOCOL_RATES {
         let fired = if c == "hit_max_turns" {
@@ -537,6 +565,16 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             savings_first_turn: None,
             savings_billed: None,
             pass: pass_k(&qs),
+            surfacing: match get("surfacing_n")? as u64 {
+                0 => None,
+                n => Some(SurfacingStat {
+                    n,
+                    k: crate::score::surfacing::K,
+                    recall_at_k: stable(get("surfacing_recall_at_k")?),
+                    recall: stable(get("surfacing_recall")?),
+                    mrr: stable(get("surfacing_mrr")?),
+                }),
+            },
             provider_usage: spend.get(&key).and_then(|s| s.0),
             cost_usd: spend.get(&key).and_then(|s| s.1),
         });
@@ -687,6 +725,7 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
             .collect(),
         savings_first_turn: None,
         savings_billed: None,
+        surfacing: None,
         pass: PassK {
             k: 0,
             pass_at_k: 0.0,

@@ -36,7 +36,7 @@ pub struct Metric {
 }
 
 /// The judged metrics with their default thresholds (also in the README).
-pub const METRICS: [Metric; 11] = [
+pub const METRICS: [Metric; 14] = [
     Metric {
         name: "exact",
         unit: Unit::Pp,
@@ -113,6 +113,27 @@ pub const METRICS: [Metric; 11] = [
         higher_is_better: false,
         default_threshold: 2.0,
         get: |g| Some(g.tokens["peak_context"].median),
+    },
+    Metric {
+        name: "billed_cached",
+        unit: Unit::Pct,
+        higher_is_better: false,
+        default_threshold: 2.0,
+        get: |g| g.tokens.get("billed_cached").map(|s| s.median),
+    },
+    Metric {
+        name: "recall_at_k",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| g.surfacing.map(|s| s.recall_at_k),
+    },
+    Metric {
+        name: "mrr",
+        unit: Unit::Pp,
+        higher_is_better: true,
+        default_threshold: 1.0,
+        get: |g| g.surfacing.map(|s| s.mrr),
     },
 ];
 

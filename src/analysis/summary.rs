@@ -31,7 +31,7 @@ pub const PROTOCOL_RATES: [&str; 18] = [
 ];
 
 /// The ledger layers, in report order.
-pub const LAYERS: [&str; 9] = [
+pub const LAYERS: [&str; 11] = [
     "system",
     "tool_defs",
     "fetched",
@@ -41,6 +41,8 @@ pub const LAYERS: [&str; 9] = [
     "first_turn",
     "billed_input",
     "peak_context",
+    "cached_prefix",
+    "billed_cached",
 ];
 
 /// Median and 95th percentile (linear interpolation) of one token layer.
@@ -81,6 +83,10 @@ pub struct Group {
     /// The same for billed input tokens.
     pub savings_billed: Option<f64>,
     pub pass: PassK,
+    /// Recall@k and MRR of the expected addresses among what was surfaced to the
+    /// model, over the outcomes that expect a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surfacing: Option<SurfacingStat>,
     /// What the provider reported it billed, summed over the group's outcomes that
     /// carry usage (real models only), beside discbench's own count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +94,17 @@ pub struct Group {
     /// What the group cost, when its model has prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<Cost>,
+}
+
+/// The surfacing measures of a group: means over its outcomes that expect a call.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SurfacingStat {
+    /// Outcomes measured.
+    pub n: u64,
+    pub k: usize,
+    pub recall_at_k: f64,
+    pub recall: f64,
+    pub mrr: f64,
 }
 
 /// Provider usage of a group, summed.

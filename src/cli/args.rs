@@ -124,6 +124,11 @@ pub struct Common {
     /// [default: $SKILL_STUB_DESC_LENGTH or 120]
     #[arg(long)]
     pub skill_stub_chars: Option<usize>,
+    /// The discount (percent of the input price) at which the cacheable prefix of each
+    /// request is billed in `billed_cached`, for models whose prices give no cached
+    /// input price [default: 90]
+    #[arg(long, value_name = "PERCENT")]
+    pub cache_discount: Option<usize>,
     /// The protocol settings a resumed run recorded: used whole, so that neither the
     /// flags nor the environment of the resuming shell can change them.
     #[arg(skip)]
@@ -142,6 +147,7 @@ impl Common {
             result_max_items: self.result_max_items,
             result_budget: self.result_budget,
             skill_stub_chars: self.skill_stub_chars,
+            cache_discount_pct: self.cache_discount,
         }
     }
 }

@@ -189,6 +189,7 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         result_max_items: None,
         result_budget: None,
         skill_stub_chars: None,
+        cache_discount: None,
         recorded_protocol: Some(Box::new(protocol)),
     })
 }
@@ -223,6 +224,6 @@ mod tests {
             m.iter().map(|m| m.label.as_str()).collect::<Vec<_>>(),
             ["progressive", "legacy"]
         );
-        assert_eq!(resolve_modes(&[], |_| None).unwrap().len(), 3);
+        assert_eq!(resolve_modes(&[], |_| None).unwrap().len(), 6);
     }
 }

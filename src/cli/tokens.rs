@@ -58,25 +58,31 @@ pub fn tokens_report(
                 protocol,
             )?;
             let sys = counter.count(comp.system());
-            let defs = counter.tools(comp.all_tools());
+            // What the first request shows: tool search and retrieval hold tools back
+            // (retrieval adds the top k for each query on top of these).
+            let first = comp.visible_tools(&comp.new_state());
+            let held = comp.all_tools().len() - first.len();
+            let defs = counter.tools(&first);
             let _ = writeln!(
                 s,
                 "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  {}",
                 sc.name,
                 m.label,
-                comp.all_tools().len(),
+                first.len(),
                 sys,
                 defs,
                 sys + defs,
                 if comp.selection_applies() {
-                    "runs"
+                    "runs".to_string()
+                } else if held > 0 {
+                    format!("- ({held} tools held back for search or retrieval)")
                 } else {
-                    "-"
+                    "-".to_string()
                 }
             );
             if show {
                 let _ = writeln!(s, "--- system prompt ({sys} tokens) ---\n{}", comp.system());
-                for t in comp.all_tools() {
+                for t in first.iter() {
                     let _ = writeln!(
                         s,
                         "--- tool {} ({} tokens) ---\n{}",

@@ -178,6 +178,14 @@ pub struct TurnRecord {
     /// The answer was cut by the output token limit.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// Tokens of this request's prefix shared with the request before it (tools,
+    /// system, messages): what a prompt cache could serve.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_prefix: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl TurnRecord {
@@ -196,6 +204,7 @@ impl TurnRecord {
             usage: None,
             latency_ms: None,
             truncated: false,
+            cached_prefix: 0,
         }
     }
 }
@@ -260,6 +269,10 @@ pub struct Outcome {
     /// their scores and ranks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retrieved: Vec<crate::strategy::Retrieved>,
+    /// Where the expected addresses stood among what was surfaced to the model
+    /// (recall@k, reciprocal rank); absent when no call is expected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surfacing: Option<crate::score::surfacing::Surfacing>,
 }
 
 impl Outcome {

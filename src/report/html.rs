@@ -182,6 +182,21 @@ fn group_row(g: &Group, with_scenario: bool) -> String {
         g.tokens["billed_input"].p95,
         format!("{:.0}", g.tokens["billed_input"].p95),
     );
+    let cached = g.tokens.get("billed_cached").map_or(0.0, |t| t.median);
+    r += &num_td(cached, format!("{cached:.0}"));
+    let (rk, mrr) = g.surfacing.map_or((-1.0, -1.0), |x| (x.recall_at_k, x.mrr));
+    r += &num_td(
+        rk,
+        g.surfacing
+            .map(|x| pct(x.recall_at_k))
+            .unwrap_or_else(|| "-".into()),
+    );
+    r += &num_td(
+        mrr,
+        g.surfacing
+            .map(|x| format!("{:.3}", x.mrr))
+            .unwrap_or_else(|| "-".into()),
+    );
     let s = g.savings_first_turn.unwrap_or(0.0);
     r += &num_td(
         -s,
@@ -209,6 +224,9 @@ fn group_table(groups: &[&Group], with_scenario: bool) -> String {
         "first-turn tok",
         "billed in (median)",
         "billed in (p95)",
+        "billed, prefix cached",
+        "recall@5",
+        "MRR",
         "first turn vs legacy",
         "protocol errors",
     ] {

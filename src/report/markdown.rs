@@ -44,8 +44,11 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
     scenarios.dedup();
     for sc in scenarios {
         let _ = writeln!(out, "## {sc}\n");
-        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
-        let _ = writeln!(out, "|---|---|---:|---|---:|---:|---:|---:|---:|---|");
+        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | recall@5 / MRR | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
+        let _ = writeln!(
+            out,
+            "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+        );
         for g in s.groups.iter().filter(|g| g.scenario == sc) {
             let infra = if g.infra_errors > 0 {
                 format!(" (+{} infra)", g.infra_errors)
@@ -54,7 +57,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {} | {} | k={}: {} / {} |",
+                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {:.0} | {} | {} | {} | k={}: {} / {} |",
                 g.mode,
                 g.model,
                 g.n,
@@ -65,6 +68,10 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                 g.f1,
                 g.tokens["first_turn"].median,
                 g.tokens["billed_input"].median,
+                g.tokens.get("billed_cached").map_or(0.0, |t| t.median),
+                g.surfacing
+                    .map(|x| format!("{} / {:.3}", pct(x.recall_at_k), x.mrr))
+                    .unwrap_or_else(|| "-".into()),
                 g.savings_first_turn
                     .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),

@@ -21,6 +21,10 @@ pub struct Row {
     pub first_turn: f64,
     /// Median billed input tokens.
     pub billed_input: f64,
+    /// Median billed input with every cacheable prefix priced as a cache hit.
+    pub billed_cached: f64,
+    /// Mean recall@k of the expected addresses among what was surfaced.
+    pub recall_at_k: Option<f64>,
     /// `1 - median first_turn / median first_turn(legacy)`, same scenario and model.
     pub savings: Option<f64>,
     /// Share of outcomes with at least one protocol error.
@@ -43,6 +47,8 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 f1: g.f1,
                 first_turn: median("first_turn"),
                 billed_input: median("billed_input"),
+                billed_cached: median("billed_cached"),
+                recall_at_k: g.surfacing.map(|x| x.recall_at_k),
                 savings: g.savings_first_turn,
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
@@ -62,6 +68,8 @@ pub fn render(rows: &[Row]) -> String {
         "F1",
         "first-turn tok",
         "billed in",
+        "cached bill",
+        "recall@5",
         "vs legacy",
         "proto err",
     ];
@@ -81,6 +89,10 @@ pub fn render(rows: &[Row]) -> String {
                 format!("{:.3}", r.f1),
                 format!("{:.0}", r.first_turn),
                 format!("{:.0}", r.billed_input),
+                format!("{:.0}", r.billed_cached),
+                r.recall_at_k
+                    .map(|x| format!("{:.1}%", x * 100.0))
+                    .unwrap_or_else(|| "-".into()),
                 r.savings
                     .map(|s| format!("{:+.1}%", -s * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),

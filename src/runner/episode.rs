@@ -19,6 +19,7 @@ use crate::record::{
     Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage, FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
+use crate::score::surfacing::Event as Event_;
 use crate::score::{self, CallEffect, CallRecord};
 use crate::strategy::{selection, Effect, Level, State};
 use crate::tokens::{Counter, Ledger};
@@ -120,6 +121,38 @@ impl Episode<'_> {
 
         // Retrieval acts on the query before the model is asked.
         let retrieved = comp.at_query(&query.text, &mut lock(&state));
+        // What was surfaced to the model, in order: the selection step's list, what
+        // retrieval ranked, what is shown up front; then what calls fetch or find.
+        let mut surfaced: Vec<Event_> = Vec::new();
+        if let Some(names) = selection.as_ref().and_then(|s| s.selected.as_ref()) {
+            surfaced.push(Event_ {
+                addresses: names.iter().filter_map(|n| comp.address_of(n)).collect(),
+                ranked: true,
+            });
+        }
+        surfaced.push(Event_ {
+            addresses: retrieved.iter().map(|r| r.address.clone()).collect(),
+            ranked: true,
+        });
+        let mut up_front: Vec<crate::catalog::Address> =
+            lock(&state).shown.iter().cloned().collect();
+        up_front.sort();
+        surfaced.push(Event_ {
+            addresses: up_front,
+            ranked: false,
+        });
+        // The cacheable prefix: each request's pieces in a provider's cache order, and
+        // the pieces of the request before it. With tool search appending what it
+        // finds, the found definitions count where they entered the conversation (after
+        // the results that surfaced them), as a provider expanding tool references in
+        // place sends them; anywhere else a tool-list change breaks the prefix there.
+        let in_place = comp.mode.search.placement == crate::strategy::mode::Placement::Append
+            && lock(&state).holding;
+        let mut previous: Vec<(u64, usize)> = Vec::new();
+        let mut first_tools: Vec<String> = Vec::new();
+        let mut joined_at: Vec<(usize, Vec<(u64, usize)>)> = Vec::new();
+        let mut cached_total = 0usize;
+        let mut cached_per_turn: Vec<usize> = Vec::new();
 
         let mut messages = vec![Message::User {
             content: query.text.clone(),
@@ -194,8 +227,45 @@ impl Episode<'_> {
                 + cx.messages.iter().map(|m| c.message(m)).sum::<usize>();
             if turn == 1 {
                 ledger.first_turn = req;
+                first_tools = cx.tools.iter().map(|t| t.name.clone()).collect();
             }
+            let pieces = {
+                let piece = |text: &str, n: usize| (hash_of(text), n);
+                let mut p: Vec<(u64, usize)> = Vec::new();
+                let mut later: Vec<(u64, usize)> = Vec::new();
+                for t in cx.tools.iter() {
+                    let (n, text) = tool_text(t);
+                    if in_place && !first_tools.contains(&t.name) {
+                        later.push(piece(&text, n));
+                    } else {
+                        p.push(piece(&text, n));
+                    }
+                }
+                if in_place && !later.is_empty() {
+                    let known: usize = joined_at.iter().map(|(_, v)| v.len()).sum();
+                    if later.len() > known {
+                        joined_at.push((cx.messages.len(), later[known..].to_vec()));
+                    }
+                }
+                p.push(piece(&cx.system, unit.system_tokens));
+                for (i, m) in cx.messages.iter().enumerate() {
+                    p.push(piece(&format!("{m:?}"), c.message(m)));
+                    for (_, defs) in joined_at.iter().filter(|(at, _)| *at == i + 1) {
+                        p.extend(defs.iter().copied());
+                    }
+                }
+                p
+            };
+            let cached: usize = previous
+                .iter()
+                .zip(&pieces)
+                .take_while(|(a, b)| a == b)
+                .map(|(_, b)| b.1)
+                .sum();
+            previous = pieces;
+            cached_total += cached;
             ledger.billed_input += req;
+            cached_per_turn.push(cached);
             ledger.peak_context = ledger.peak_context.max(req);
             let answer = match asker.ask(Purpose::Act, &cx).await {
                 Ok(a) => a,
@@ -267,6 +337,10 @@ impl Episode<'_> {
                 };
                 let layer = match &r.effect {
                     Effect::Fetched { addresses, .. } => {
+                        surfaced.push(Event_ {
+                            addresses: addresses.clone(),
+                            ranked: call.name == crate::strategy::pool::TOOL_SEARCH,
+                        });
                         ledger.fetched += n;
                         record.effect = CallEffect::Fetched;
                         record.fetched = addresses.clone();
@@ -316,6 +390,29 @@ impl Episode<'_> {
                 hit_max_turns = true;
             }
         }
+        for (t, cached) in turns.iter_mut().zip(&cached_per_turn) {
+            t.cached_prefix = *cached;
+        }
+        ledger.cached_prefix = cached_total;
+        // Billed with every cached prefix at the cache price: the model's cached-input
+        // price where its prices give one, else the configured discount.
+        let discount = backend
+            .prices()
+            .and_then(|p| {
+                p.cached_input
+                    .filter(|_| p.input > 0.0)
+                    .map(|c| 1.0 - c / p.input)
+            })
+            .unwrap_or(comp.config().cache_discount_pct as f64 / 100.0);
+        ledger.billed_cached =
+            ledger.billed_input - (cached_total as f64 * discount).round() as usize;
+        let expected: Vec<crate::catalog::Address> = query
+            .expect
+            .canonical_calls()
+            .iter()
+            .map(|c| c.address.clone())
+            .collect();
+        let surfacing = crate::score::surfacing::surfacing(&expected, &surfaced);
         let final_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
         let score = score::score(
             query,
@@ -359,6 +456,7 @@ impl Episode<'_> {
             usage,
             cost_usd,
             retrieved,
+            surfacing,
         }
     }
 }
@@ -489,4 +587,12 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 
 fn expect_json(e: &Expect) -> serde_json::Value {
     serde_json::to_value(e).expect("expectations serialize")
+}
+
+/// A hash of a piece of a request, to find where two requests part.
+fn hash_of(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }

@@ -18,6 +18,7 @@ pub mod record;
 mod sets;
 pub mod sql;
 mod steps;
+pub mod surfacing;
 #[cfg(test)]
 mod tests;
 

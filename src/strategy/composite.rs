@@ -205,6 +205,13 @@ impl Composite {
         self.catalog.schema_of(address)
     }
 
+    /// The address a top-level tool executes (`None` for meta-tools).
+    pub fn address_of(&self, tool: &str) -> Option<Address> {
+        self.owner
+            .get(tool)
+            .and_then(|&i| self.parts[i].address_of(tool))
+    }
+
     /// Every top-level tool, before any selection.
     pub fn all_tools(&self) -> &[ToolDef] {
         &self.tools

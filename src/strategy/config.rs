@@ -95,6 +95,14 @@ pub struct ProtocolConfig {
     pub results: ResultLimits,
     /// Characters of a skill stub's description, `...` included when cut.
     pub skill_stub_chars: usize,
+    /// The discount, in percent of the input price, at which a cached prefix is
+    /// billed when the model's prices give no cached-input price (`billed_cached`).
+    #[serde(default = "default_cache_discount")]
+    pub cache_discount_pct: usize,
+}
+
+fn default_cache_discount() -> usize {
+    90
 }
 
 impl Default for ProtocolConfig {
@@ -105,6 +113,7 @@ impl Default for ProtocolConfig {
             row_limit: 1_000,
             results: ResultLimits::default(),
             skill_stub_chars: 120,
+            cache_discount_pct: 90,
         }
     }
 }
@@ -133,6 +142,7 @@ pub struct ProtocolFlags {
     pub result_max_items: Option<usize>,
     pub result_budget: Option<usize>,
     pub skill_stub_chars: Option<usize>,
+    pub cache_discount_pct: Option<usize>,
 }
 
 impl ProtocolConfig {
@@ -209,7 +219,11 @@ impl ProtocolConfig {
                 "SKILL_STUB_DESC_LENGTH",
                 d.skill_stub_chars,
             )?,
+            cache_discount_pct: flags.cache_discount_pct.unwrap_or(d.cache_discount_pct),
         };
+        if c.cache_discount_pct > 100 {
+            return Err("--cache-discount is a percentage from 0 to 100".into());
+        }
         if c.selection.max == 0 {
             return Err("the selection maximum must be at least 1".into());
         }
@@ -254,6 +268,11 @@ impl ProtocolConfig {
             "--skill-stub-chars",
             given.skill_stub_chars,
             self.skill_stub_chars,
+        );
+        check(
+            "--cache-discount",
+            given.cache_discount_pct,
+            self.cache_discount_pct,
         );
         out.dedup();
         if let Some(u) = given.unloaded.filter(|u| *u != self.unloaded) {

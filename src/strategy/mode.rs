@@ -163,7 +163,8 @@ impl Mode {
                 parts.remove(0);
                 m
             }
-            None if !spec.contains('=') => return Err(ModeError(format!(
+            None if !spec.contains('=') => {
+                return Err(ModeError(format!(
                 "unknown mode `{spec}`: use a preset ({}) or a spec like skills=inline,mcp=legacy",
                 PRESETS
                     .iter()
@@ -171,7 +172,8 @@ impl Mode {
                     .copied()
                     .collect::<Vec<_>>()
                     .join(", ")
-            ))),
+            )))
+            }
             None => Mode::preset("progressive").expect("preset exists"),
         };
         let mut given: Vec<&str> = Vec::new();

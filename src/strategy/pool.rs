@@ -37,6 +37,7 @@ pub struct Pool {
     address: HashMap<String, Address>,
     /// Per tool: the text BM25 searches rank (name words, description, parameter names).
     docs: Vec<String>,
+    index: bm25::Index,
     /// Per tool: the fields a regular expression is matched against, each on its own
     /// (name, description, each parameter name), so `^name$` finds one tool by name.
     fields: Vec<Vec<String>>,
@@ -68,8 +69,9 @@ impl Pool {
                 tools.push(tool.clone());
             }
         }
-        let docs = tools.iter().map(search_text).collect();
+        let docs: Vec<String> = tools.iter().map(search_text).collect();
         let fields = tools.iter().map(search_fields).collect();
+        let index = bm25::Index::new(&docs);
         let always_on: Vec<String> = tools
             .iter()
             .filter(|tool| {
@@ -117,6 +119,7 @@ impl Pool {
             owner,
             address,
             docs,
+            index,
             fields,
             always_on,
             settings: settings.clone(),
@@ -158,7 +161,7 @@ impl Pool {
     /// The held-back tools in ranked order for `query`: BM25 scores above zero, best
     /// first, ties in registry order.
     pub fn ranked(&self, query: &str) -> Vec<(usize, f64)> {
-        let scores = bm25::scores(query, &self.docs);
+        let scores = self.index.scores(query);
         let mut idx: Vec<(usize, f64)> = scores
             .into_iter()
             .enumerate()

@@ -1,0 +1,402 @@
+//! The strategies beyond FIM One's: the MCP Progressive Disclosure extension
+//! (`mcp-resource`), tool search and retrieval — every expectation of the built-in
+//! suite reachable through each, their protocols and refusals, authorization kept per
+//! episode, what retrieval records, and the cacheable prefix each leaves.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
+
+use discbench::environment::Databases;
+use discbench::model;
+use discbench::record::Outcome;
+use discbench::runner::{self, Plan, RunConfig};
+use discbench::scenario::{self, Scenario};
+use discbench::strategy::{Composite, Effect, Mode, ProtocolConfig, ProtocolError, Templates};
+use discbench::tokens::{Counter, Encoding};
+use discbench::wire::ToolCall;
+use serde_json::{json, Value};
+
+fn tiny() -> Scenario {
+    scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap()
+}
+
+fn composite(sc: &Scenario, mode: &str) -> Composite {
+    let t = Arc::new(Templates::builtin());
+    Composite::new(
+        &sc.catalog,
+        None,
+        Mode::parse(mode).unwrap(),
+        &t,
+        ProtocolConfig::default(),
+    )
+    .unwrap()
+}
+
+fn call(name: &str, args: Value) -> ToolCall {
+    ToolCall::new("c", name, &args)
+}
+
+fn error_of(r: &discbench::strategy::Resolution) -> Option<ProtocolError> {
+    match r.effect {
+        Effect::Error { error } => Some(error),
+        _ => None,
+    }
+}
+
+fn plan(sc: &Scenario, mode: &str, model_name: &str, counter: &Counter) -> Plan {
+    let cfg = RunConfig {
+        run_id: "test".into(),
+        scenario_paths: Vec::new(),
+        modes: vec![Mode::parse(mode).unwrap()],
+        models: vec![model_name.into()],
+        repeat: 1,
+        max_turns: 10,
+        protocol: ProtocolConfig::default(),
+        templates: Arc::new(Templates::builtin()),
+        templates_dir: None,
+    };
+    Plan::build(std::slice::from_ref(sc), &cfg, counter).unwrap()
+}
+
+fn episode(sc: &Scenario, mode: &str, model_name: &str, q: usize) -> Outcome {
+    let counter = Counter::new(Encoding::O200kBase);
+    let plan = plan(sc, mode, model_name, &counter);
+    let m = model::build(model_name).unwrap();
+    runner::run_one(&plan, q, m.as_ref(), &counter)
+}
+
+fn query(sc: &Scenario, id: &str) -> usize {
+    sc.queries.iter().position(|q| q.id == id).unwrap()
+}
+
+#[test]
+fn oracle_is_exact_on_every_query_under_every_new_strategy() {
+    let suite = scenario::load_all(&[PathBuf::from("scenarios")]).unwrap();
+    let mut failures = Vec::new();
+    let mut searched = false;
+    let counter = Counter::new(Encoding::O200kBase);
+    let oracle = model::build("oracle").unwrap();
+    for sc in &suite {
+        for mode in [
+            "mcp-resource",
+            "tool-search",
+            "tool-search,search=regex,results=3",
+            "tool-search,placement=sorted",
+            "retrieval",
+        ] {
+            let plan = plan(sc, mode, "oracle", &counter);
+            for q in 0..sc.queries.len() {
+                let o = runner::run_one(&plan, q, oracle.as_ref(), &counter);
+                searched |= o.protocol.searches > 0;
+                let ok = o.score.exact
+                    && o.score.args_ok != Some(false)
+                    && o.score.schema_valid != Some(false)
+                    && o.protocol.errors() == 0
+                    && o.protocol.blind_calls == 0
+                    && !o.protocol.hit_max_turns;
+                if !ok {
+                    failures.push(format!(
+                        "{}/{mode}/{}: {:?} {:?}",
+                        sc.name, o.query_id, o.score, o.protocol
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(searched, "the oracle must have used tool search");
+}
+
+#[test]
+fn mcp_resource_serves_descriptions_and_refuses_both_anti_patterns() {
+    let sc = tiny();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = composite(&sc, "mcp-resource");
+    let tool = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name.contains("create_issue"))
+        .unwrap()
+        .clone();
+    assert_eq!(tool.description, "Open an issue in a repository.");
+    assert_eq!(
+        tool.parameters,
+        json!({"type": "object", "additionalProperties": true})
+    );
+    let read = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name == "read_resource")
+        .unwrap();
+    assert!(read.description.contains(&format!(
+        "resource:///tool_descriptions?tools={}",
+        tool.name
+    )));
+    assert!(comp.system().contains("read_resource(resource_uri="));
+
+    let mut st = comp.new_state();
+    // Skip-fetching: refused, with the URI to read.
+    let args = json!({"repo": "acme/app", "title": "Crash"});
+    let r = comp.resolve(&call(&tool.name, args.clone()), &mut st, &dbs);
+    assert_eq!(error_of(&r), Some(ProtocolError::DescriptionRequired));
+    let v: Value = serde_json::from_str(&r.content).unwrap();
+    assert_eq!(v["error"]["code"], "TOOL_DESCRIPTION_REQUIRED");
+    let uri = format!("resource:///tool_descriptions?tools={}", tool.name);
+    assert_eq!(v["error"]["resource_uri"], uri.as_str());
+    assert!(v["error"]["instructions"].as_array().unwrap().len() >= 2);
+    // Fetch-everything-first: refused, with examples and the tools available.
+    let r = comp.resolve(
+        &call(
+            "read_resource",
+            json!({"resource_uri": "resource:///tool_descriptions"}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert_eq!(error_of(&r), Some(ProtocolError::MissingToolSelection));
+    let v: Value = serde_json::from_str(&r.content).unwrap();
+    assert_eq!(v["error"]["code"], "MISSING_TOOL_SELECTION");
+    assert_eq!(v["error"]["available_tools"], json!([tool.name]));
+    // A read naming a known and an unknown tool: the known one succeeds.
+    let r = comp.resolve(
+        &call(
+            "read_resource",
+            json!({"resource_uri": format!("{uri},no_such_tool")}),
+        ),
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(r.effect, Effect::Fetched { ref addresses, .. } if addresses.len() == 1));
+    let v: Value = serde_json::from_str(&r.content).unwrap();
+    let doc = &v[&tool.name];
+    assert_eq!(doc["description"], "Open an issue in a repository.");
+    assert_eq!(doc["inputSchema"]["required"], json!(["repo", "title"]));
+    assert_eq!(doc["examples"][0]["input"]["repo"], "acme/app");
+    assert!(doc["usage_guidance"].is_object() && doc["error_guidance"].is_object());
+    assert_eq!(v["no_such_tool"]["available_tools"], json!([tool.name]));
+    // Recovered: the call now runs, and not blind.
+    let r = comp.resolve(&call(&tool.name, args), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Executed { blind: false, .. }));
+}
+
+#[test]
+fn authorization_belongs_to_one_episode_even_when_two_run_at_once() {
+    let sc = tiny();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = composite(&sc, "mcp-resource");
+    let tool = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name.contains("create_issue"))
+        .unwrap()
+        .name
+        .clone();
+    let uri = format!("resource:///tool_descriptions?tools={tool}");
+    let args = json!({"repo": "acme/app", "title": "Crash"});
+    let barrier = Barrier::new(2);
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            let mut st = comp.new_state();
+            comp.resolve(
+                &call("read_resource", json!({"resource_uri": uri})),
+                &mut st,
+                &dbs,
+            );
+            barrier.wait(); // A has read; B calls now.
+            barrier.wait(); // B has called.
+            comp.resolve(&call(&tool, args.clone()), &mut st, &dbs)
+        });
+        let b = s.spawn(|| {
+            let mut st = comp.new_state();
+            barrier.wait();
+            let r = comp.resolve(&call(&tool, args.clone()), &mut st, &dbs);
+            barrier.wait();
+            r
+        });
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert!(matches!(a.effect, Effect::Executed { .. }));
+    assert_eq!(error_of(&b), Some(ProtocolError::DescriptionRequired));
+    // And through the runner: the oracle reads once per episode, every repeat.
+    let o = episode(&sc, "mcp-resource", "oracle", query(&sc, "issue"));
+    assert_eq!((o.protocol.resource_reads, o.protocol.errors()), (1, 0));
+    assert!(o.score.exact);
+}
+
+#[test]
+fn tool_search_holds_tools_back_until_a_search_finds_them() {
+    let sc = tiny();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let comp = composite(&sc, "tool-search,search=regex,results=3");
+    let mut st = comp.new_state();
+    let visible: Vec<String> = comp
+        .visible_tools(&st)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(visible, ["read_skill", "tool_search"]);
+    let issue = comp
+        .all_tools()
+        .iter()
+        .find(|t| t.name.contains("create_issue"))
+        .unwrap()
+        .name
+        .clone();
+    let args = json!({"repo": "acme/app", "title": "Crash"});
+    let r = comp.resolve(&call(&issue, args.clone()), &mut st, &dbs);
+    assert_eq!(error_of(&r), Some(ProtocolError::NotSurfaced));
+    // A pattern that does not compile is an error answer.
+    let r = comp.resolve(
+        &call("tool_search", json!({"query": "(unclosed"})),
+        &mut st,
+        &dbs,
+    );
+    assert_eq!(error_of(&r), Some(ProtocolError::SchemaViolation));
+    assert!(r.content.contains("does not compile"), "{}", r.content);
+    // `.` matches every tool: at most `results` of them come back.
+    let r = comp.resolve(&call("tool_search", json!({"query": "."})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Fetched { ref join, .. } if join.len() == 3));
+    let r = comp.resolve(
+        &call("tool_search", json!({"query": "(?i)issue"})),
+        &mut st,
+        &dbs,
+    );
+    assert!(r.content.contains(&issue), "{}", r.content);
+    let visible: Vec<String> = comp
+        .visible_tools(&st)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(visible.last(), Some(&issue), "appended: {visible:?}");
+    let r = comp.resolve(&call(&issue, args), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Executed { blind: false, .. }));
+
+    // Sorted: found tools take their catalog place, before the search tool.
+    let comp = composite(&sc, "tool-search,placement=sorted");
+    let mut st = comp.new_state();
+    comp.resolve(
+        &call("tool_search", json!({"query": "open issue repository"})),
+        &mut st,
+        &dbs,
+    );
+    let visible: Vec<String> = comp
+        .visible_tools(&st)
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert_eq!(
+        visible.last().map(String::as_str),
+        Some("tool_search"),
+        "{visible:?}"
+    );
+    assert!(visible.contains(&issue));
+}
+
+#[test]
+fn retrieval_shows_the_top_k_and_records_them() {
+    let sc = tiny();
+    let q = query(&sc, "issue");
+    let o = episode(&sc, "retrieval,k=2", "oracle", q);
+    assert!(!o.retrieved.is_empty() && o.retrieved.len() <= 2);
+    assert_eq!(
+        o.retrieved[0].address.to_string(),
+        "mcp:github/create_issue"
+    );
+    let ranks: Vec<usize> = o.retrieved.iter().map(|r| r.rank).collect();
+    assert_eq!(ranks, (1..=o.retrieved.len()).collect::<Vec<_>>());
+    assert!(o.retrieved.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(o.score.exact && o.protocol.searches == 0);
+    let s = o.surfacing.clone().unwrap();
+    assert_eq!((s.recall_at_k, s.mrr), (1.0, 1.0));
+    // Pure retrieval: nothing to search with; what retrieval misses is out of reach.
+    let comp = composite(&sc, "retrieval,fallback=none");
+    let st = comp.new_state();
+    assert!(comp
+        .visible_tools(&st)
+        .iter()
+        .all(|t| t.name != "tool_search"));
+    let line = serde_json::to_value(&o).unwrap();
+    assert!(line["retrieved"][0]["score"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn the_cacheable_prefix_survives_appends_and_breaks_where_the_tool_list_changes() {
+    let sc = tiny();
+    let q = query(&sc, "issue");
+    // Progressive: the second request extends the first, which is cached whole.
+    let o = episode(&sc, "progressive", "oracle", q);
+    assert!(o.turns.len() >= 2);
+    assert_eq!(o.turns[1].cached_prefix, o.turns[0].request_tokens);
+    // Tool search appending what it finds: the definitions count after the result
+    // that surfaced them, so the prefix survives.
+    let o = episode(&sc, "tool-search", "oracle", q);
+    assert_eq!(o.protocol.searches, 1);
+    assert_eq!(o.turns[1].cached_prefix, o.turns[0].request_tokens);
+    // Sorted into the tool list: the prefix breaks at the first tool inserted.
+    let o = episode(&sc, "tool-search,placement=sorted", "oracle", q);
+    assert!(o.turns[1].cached_prefix < o.turns[0].request_tokens);
+    assert_eq!(
+        o.tokens.cached_prefix,
+        o.turns.iter().map(|t| t.cached_prefix).sum::<usize>()
+    );
+    // Billed with the cached prefix at 10% of the input price (the default discount).
+    let want = o.tokens.billed_input - (o.tokens.cached_prefix as f64 * 0.9).round() as usize;
+    assert_eq!(o.tokens.billed_cached, want);
+}
+
+#[test]
+fn combinations_that_make_no_sense_are_refused_with_the_reason() {
+    for (spec, says) in [
+        ("mcp=resource,selection=on", "read_resource"),
+        ("connectors=deferred,mcp=retrieved", "cannot be mixed"),
+        ("tool-search,selection=on", "replace the selection step"),
+        ("tool-search,k=3", "retrieved"),
+        ("progressive,results=3", "deferred"),
+        ("skills=resource", "progressive or inline"),
+        ("connectors=resource", "mcp only"),
+        ("tool-search,search=fuzzy", "bm25 or regex"),
+        ("tool-search,always_on=github", "patterns like"),
+        ("mcp-resource,templates=nope", "template set"),
+    ] {
+        let e = Mode::parse(spec).unwrap_err().0;
+        assert!(e.contains(says), "{spec}: {e}");
+    }
+    let m = Mode::parse("mcp=resource,selection=off").unwrap();
+    assert_eq!(m.mcp, discbench::strategy::Disclosure::Resource);
+    let m = Mode::parse("tool-search,always_on=builtin:*").unwrap();
+    let sc = tiny();
+    let t = Arc::new(Templates::builtin());
+    let comp = Composite::new(&sc.catalog, None, m, &t, ProtocolConfig::default()).unwrap();
+    let st = comp.new_state();
+    assert!(comp
+        .visible_tools(&st)
+        .iter()
+        .any(|t| t.name == "calculator"));
+}
+
+#[test]
+fn every_template_set_renders_and_changes_what_it_names() {
+    let sc = tiny();
+    let base = composite(&sc, "mcp-resource");
+    for set in [
+        "mcp-pd-brief",
+        "mcp-pd-verbose",
+        "mcp-pd-no-example",
+        "mcp-pd-no-prohibition",
+    ] {
+        let comp = composite(&sc, &format!("mcp-resource,templates={set}"));
+        let desc = |c: &Composite| {
+            c.all_tools()
+                .iter()
+                .find(|t| t.name == "read_resource")
+                .unwrap()
+                .description
+                .clone()
+        };
+        assert_ne!(desc(&comp), desc(&base), "{set}");
+        assert_ne!(comp.system(), base.system(), "{set}");
+    }
+    let framed = composite(&sc, "progressive,templates=fim-frame");
+    assert!(framed.system().len() > composite(&sc, "progressive").system().len() + 1000);
+    assert!(framed.system().contains("2026"));
+}
