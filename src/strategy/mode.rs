@@ -158,6 +158,7 @@ impl Mode {
             .map(str::trim)
             .filter(|p| !p.is_empty())
             .collect();
+        let from_preset = parts.first().is_some_and(|p| Mode::preset(p).is_some());
         let mut mode = match parts.first().and_then(|p| Mode::preset(p)) {
             Some(m) => {
                 parts.remove(0);
@@ -261,7 +262,19 @@ impl Mode {
             }
         }
         mode.check(&given)?;
-        mode.label = mode.canonical_spec();
+        // A spec that starts from a preset keeps its reading (`tool-search,search=regex`);
+        // the others are named by their canonical spec. `mode_spec` is always canonical.
+        mode.label = if from_preset {
+            let mut words: Vec<String> = spec
+                .split(',')
+                .map(|p| p.split_whitespace().collect::<String>())
+                .filter(|p| !p.is_empty())
+                .collect();
+            words.dedup();
+            words.join(",")
+        } else {
+            mode.canonical_spec()
+        };
         Ok(mode)
     }
 
@@ -495,6 +508,21 @@ mod tests {
             m.label,
             "skills=inline,connectors=progressive,databases=progressive,mcp=legacy,selection=on"
         );
+    }
+
+    #[test]
+    fn specs_from_a_preset_keep_their_reading_and_a_canonical_spec() {
+        let m = Mode::parse("tool-search, search=regex,results=3").unwrap();
+        assert_eq!(m.label, "tool-search,search=regex,results=3");
+        assert_eq!(
+            m.canonical_spec(),
+            "skills=progressive,connectors=deferred,databases=deferred,mcp=deferred,selection=off,search=regex,results=3,placement=append"
+        );
+        let r = Mode::parse("retrieval,k=8").unwrap();
+        assert_eq!((r.search.k, r.search.fallback), (8, true));
+        assert!(r
+            .canonical_spec()
+            .contains(",k=8,fallback=search,search=bm25"));
     }
 
     #[test]
