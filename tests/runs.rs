@@ -75,6 +75,17 @@ fn concurrency_changes_no_outcome_on_the_built_in_suite() {
     let eight = run(&tmp.path().join("eight"), &["scenarios"], &["--jobs", "8"]);
     let (a, b) = (sorted_lines(&one), sorted_lines(&eight));
     assert!(a.len() > 500, "{}", a.len());
+    // Small records: long texts live in texts.jsonl, so the mean line of the
+    // built-in suite stays within 3 KB (a deterministic size, not a timing).
+    let bytes: usize = read(&one.join("outcomes.jsonl"))
+        .lines()
+        .map(str::len)
+        .sum();
+    assert!(
+        bytes / a.len() <= 3 * 1024,
+        "mean line {} bytes",
+        bytes / a.len()
+    );
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {
         assert_eq!(x, y);
@@ -413,4 +424,56 @@ fn a_recorded_run_replays_exactly_and_a_changed_request_is_a_named_miss() {
     let line = read(&tmp.path().join("miss/x/outcomes.jsonl"));
     assert!(line.contains("no recorded answer for tiny/"), "{line}");
     assert!(line.contains("the tool definitions differ"), "{line}");
+}
+
+#[test]
+fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
+    use discbench::record::texts::TextStore;
+    use discbench::record::writer::OutcomeWriter;
+    use discbench::record::Outcome;
+    use discbench::runner::{self, Plan, RunConfig};
+    use discbench::strategy::mode::PRESETS;
+    use discbench::strategy::{Mode, ProtocolConfig, Templates};
+    use discbench::tokens::{Counter, Encoding};
+    use std::sync::Arc;
+
+    let counter = Counter::new(Encoding::O200kBase);
+    let scenarios = discbench::scenario::load_all(&[PathBuf::from(SCENARIOS[0])]).unwrap();
+    let cfg = RunConfig {
+        run_id: "rt".into(),
+        scenario_paths: Vec::new(),
+        modes: PRESETS.iter().map(|p| Mode::preset(p).unwrap()).collect(),
+        models: vec!["oracle".into(), "lexical".into()],
+        repeat: 1,
+        max_turns: 10,
+        protocol: ProtocolConfig::default(),
+        templates: Arc::new(Templates::builtin()),
+        templates_dir: None,
+    };
+    let plan = Plan::build(&scenarios, &cfg, &counter).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = OutcomeWriter::open(dir.path()).unwrap();
+    let mut produced = Vec::new();
+    for i in 0..plan.items.len() {
+        let model = discbench::model::build(&plan.items[i].key.model).unwrap();
+        let o = runner::run_one(&plan, i, model.as_ref(), &counter);
+        produced.push(serde_json::to_value(&o).unwrap());
+        w.append(o).unwrap();
+    }
+    drop(w);
+    let texts = TextStore::load(dir.path()).unwrap();
+    let lines = read(&dir.path().join("outcomes.jsonl"));
+    let mut referenced = 0;
+    for (line, want) in lines.lines().zip(&produced) {
+        referenced += usize::from(line.contains("text_ref") || line.contains("tool_defs_ref"));
+        let mut o: Outcome = serde_json::from_str(line).unwrap();
+        texts.resolve(&mut o);
+        assert_eq!(&serde_json::to_value(&o).unwrap(), want);
+    }
+    assert_eq!(lines.lines().count(), produced.len());
+    assert_eq!(
+        referenced,
+        produced.len(),
+        "every line keeps texts by reference"
+    );
 }

@@ -607,10 +607,13 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
         assert_eq!(o.format, discbench::record::FORMAT_VERSION);
         let first = &o.turns[0].entered;
         let system = first.iter().find(|e| e.layer == Layer::System).unwrap();
-        let defs: Vec<_> = first
-            .iter()
-            .filter(|e| e.layer == Layer::ToolDefs)
-            .collect();
+        // Format 3: the first turn's tool definitions are one stored list of entries.
+        let list = o.turns[0].tool_defs_ref.as_ref().expect("a tool list");
+        referenced.insert(list.clone());
+        let listed: Vec<discbench::record::Entry> =
+            serde_json::from_str(texts.get(list).expect("the list resolves")).unwrap();
+        assert!(first.iter().all(|e| e.layer != Layer::ToolDefs));
+        let defs: Vec<_> = listed.iter().collect();
         assert!(!defs.is_empty());
         for e in std::iter::once(system).chain(defs) {
             assert!(e.text.is_none(), "shared text kept inline: {}", e.what);
@@ -622,6 +625,23 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
                 assert_eq!(v["function"]["name"], json!(e.what));
             }
             referenced.insert(h.clone());
+        }
+        // Every other stored text (fetched content, results, later tool lists, a long
+        // expectation) resolves too.
+        referenced.extend(o.expected_ref.iter().cloned());
+        for t in &o.turns {
+            referenced.extend(t.tool_defs_ref.iter().cloned());
+            if let Some(list) = t.tool_defs_ref.as_ref().and_then(|h| texts.get(h)) {
+                let listed: Vec<discbench::record::Entry> = serde_json::from_str(list).unwrap();
+                referenced.extend(listed.into_iter().filter_map(|e| e.text_ref));
+            }
+            for e in &t.entered {
+                if let Some(h) = &e.text_ref {
+                    let text = texts.get(h).expect("every reference resolves");
+                    assert_eq!(counter.count(text), e.tokens, "{}", e.what);
+                    referenced.insert(h.clone());
+                }
+            }
         }
     }
     assert_eq!(

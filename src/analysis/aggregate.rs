@@ -72,38 +72,30 @@ struct LineScore {
     schema_valid: Option<bool>,
 }
 
+/// Counters at zero are absent from format-3 lines.
 #[derive(Deserialize)]
+#[serde(default)]
+#[derive(Default)]
 struct LineProtocol {
     discovery_calls: u32,
     blind_calls: u32,
     unknown_target: u32,
     bad_subcommand: u32,
     schema_violation: u32,
-    #[serde(default)]
     not_loaded: u32,
-    #[serde(default)]
     not_surfaced: u32,
-    #[serde(default)]
     missing_tool_selection: u32,
-    #[serde(default)]
     description_required: u32,
-    #[serde(default)]
     searches: u32,
-    #[serde(default)]
     resource_reads: u32,
-    #[serde(default)]
     unloaded_calls: u32,
     repeat_call: u32,
     overfetch: u32,
     turns: u32,
     hit_max_turns: bool,
-    #[serde(default)]
     empty_answers: u32,
-    #[serde(default)]
     text_calls: u32,
-    #[serde(default)]
     refusals: u32,
-    #[serde(default)]
     truncated: u32,
 }
 

@@ -30,8 +30,12 @@ use crate::score::{CallRecord, Protocol, Score};
 use crate::tokens::Ledger;
 
 /// The version of the outcome line format this build writes. Lines without a
-/// `format` field are version 1 (before shared texts were stored by hash); both read.
-pub const FORMAT_VERSION: u32 = 2;
+/// `format` field are version 1 (before shared texts were stored by hash); version 2
+/// stored system prompts and first-turn tool definitions by hash; version 3 stores
+/// every text longer than [`texts::SHORT`] bytes by hash, the first turn's tool
+/// definitions as one shared list, a long expectation by hash, and leaves protocol
+/// counters at zero out. All three read.
+pub const FORMAT_VERSION: u32 = 3;
 
 fn format_v1() -> u32 {
     1
@@ -96,11 +100,6 @@ impl Layer {
             Layer::Output => "output",
         }
     }
-
-    /// Layers whose texts many outcomes share: stored once in `texts.jsonl`.
-    pub fn is_shared(self) -> bool {
-        matches!(self, Layer::System | Layer::ToolDefs)
-    }
 }
 
 impl fmt::Display for Layer {
@@ -119,8 +118,9 @@ pub struct Entry {
     /// The text as it was sent, when it is kept in the line itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
-    /// The content hash of a shared text in `texts.jsonl` (system prompts and
-    /// first-turn tool definitions). Resolve it with [`texts::TextStore`].
+    /// The content hash of a text stored in `texts.jsonl` (format 2: system prompts
+    /// and first-turn tool definitions; format 3: every text longer than
+    /// [`texts::SHORT`]). Resolve it with [`texts::TextStore`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_ref: Option<String>,
 }
@@ -182,6 +182,13 @@ pub struct TurnRecord {
     /// system, messages): what a prompt cache could serve.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cached_prefix: usize,
+    /// Format 3: the tool-definition entries of this turn, stored together in
+    /// `texts.jsonl` as one JSON list of entries under this hash, and where in
+    /// `entered` they stood ([`texts::TextStore::resolve`] puts them back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_defs_ref: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_defs_at: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -205,6 +212,8 @@ impl TurnRecord {
             latency_ms: None,
             truncated: false,
             cached_prefix: 0,
+            tool_defs_ref: None,
+            tool_defs_at: 0,
         }
     }
 }
@@ -248,7 +257,11 @@ pub struct Outcome {
     /// Callable addresses in the scenario's catalog (for catalog-size curves).
     #[serde(default)]
     pub catalog_size: usize,
+    /// The expectation (format 3: absent when stored by hash in `expected_ref`).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
     pub expected: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_ref: Option<String>,
     pub calls: Vec<CallRecord>,
     pub final_text: Option<String>,
     pub selection: Option<SelectionRecord>,

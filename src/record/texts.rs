@@ -1,7 +1,9 @@
-//! Shared texts: `texts.jsonl` holds each distinct system prompt and tool definition
-//! of a run once, keyed by its content hash; outcome entries refer to them by
-//! `text_ref`. Content addressing makes the store correct whatever order episodes
-//! finish in, and lets resume and merge join stores by plain union.
+//! Stored texts: `texts.jsonl` holds each distinct long text of a run once, keyed by
+//! its content hash — system prompts, tool definitions, fetched content, tool
+//! results, selection requests, expectations — and outcome lines refer to them by
+//! hash. The same discover answer recurs across modes, models and repeats, so a line
+//! keeps only what is its own. Content addressing makes the store correct whatever
+//! order episodes finish in, and lets resume and merge join stores by plain union.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
@@ -16,6 +18,9 @@ use super::Outcome;
 
 /// The file name inside a run directory.
 pub const FILE: &str = "texts.jsonl";
+
+/// Texts longer than this (in bytes) are stored by hash (format 3).
+pub const SHORT: usize = 128;
 
 /// One line of `texts.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -57,13 +62,30 @@ impl TextStore {
         self.texts.is_empty()
     }
 
-    /// Puts the texts back into an outcome's entries (for readers that want them inline).
+    /// Puts the texts back into an outcome (for readers that want them inline): the
+    /// expectation, each turn's tool-definition list, every entry's text. What the
+    /// store lacks (a file cut short) stays a reference.
     pub fn resolve(&self, o: &mut Outcome) {
+        if let Some(text) = o.expected_ref.as_ref().and_then(|h| self.get(h)) {
+            if let Ok(v) = serde_json::from_str(text) {
+                o.expected = v;
+                o.expected_ref = None;
+            }
+        }
         for t in &mut o.turns {
+            if let Some(list) = t.tool_defs_ref.as_ref().and_then(|h| self.get(h)) {
+                if let Ok(entries) = serde_json::from_str::<Vec<super::Entry>>(list) {
+                    let at = t.tool_defs_at.min(t.entered.len());
+                    t.entered.splice(at..at, entries);
+                    t.tool_defs_ref = None;
+                    t.tool_defs_at = 0;
+                }
+            }
             for e in &mut t.entered {
                 if e.text.is_none() {
-                    if let Some(h) = &e.text_ref {
-                        e.text = self.get(h).map(str::to_string);
+                    if let Some(text) = e.text_ref.as_ref().and_then(|h| self.get(h)) {
+                        e.text = Some(text.to_string());
+                        e.text_ref = None;
                     }
                 }
             }
@@ -105,31 +127,60 @@ impl TextSink {
         })
     }
 
-    /// Moves every shared text of `o` into the store and leaves a `text_ref` in its
-    /// place. Flushes when something new was written.
-    pub fn take_shared(&mut self, o: &mut Outcome) -> anyhow::Result<()> {
+    /// Stores one text (once) and returns its hash.
+    fn put(&mut self, text: String, wrote: &mut bool) -> anyhow::Result<String> {
+        let hash = crate::hash::content_hash(text.as_bytes());
+        if !self.written.contains(&hash) {
+            serde_json::to_writer(
+                &mut self.out,
+                &TextLine {
+                    hash: hash.clone(),
+                    text,
+                },
+            )?;
+            self.out.write_all(b"\n")?;
+            self.written.insert(hash.clone());
+            *wrote = true;
+        }
+        Ok(hash)
+    }
+
+    /// Moves the long texts of `o` into the store and leaves references in their
+    /// place (format 3): each turn's tool definitions as one list, every other entry
+    /// text longer than [`SHORT`] bytes, and a long expectation. Flushes when something
+    /// new was written, before the line that refers to it.
+    pub fn take_texts(&mut self, o: &mut Outcome) -> anyhow::Result<()> {
         let mut wrote = false;
+        if !o.expected.is_null() {
+            let text = serde_json::to_string(&o.expected)?;
+            if text.len() > SHORT {
+                o.expected_ref = Some(self.put(text, &mut wrote)?);
+                o.expected = serde_json::Value::Null;
+            }
+        }
         for t in &mut o.turns {
             for e in &mut t.entered {
-                if !e.layer.is_shared() {
-                    continue;
+                if e.text.as_ref().is_some_and(|x| x.len() > SHORT) {
+                    let text = e.text.take().expect("checked");
+                    e.text_ref = Some(self.put(text, &mut wrote)?);
                 }
-                let Some(text) = e.text.take() else { continue };
-                let hash = crate::hash::content_hash(text.as_bytes());
-                if !self.written.contains(&hash) {
-                    serde_json::to_writer(
-                        &mut self.out,
-                        &TextLine {
-                            hash: hash.clone(),
-                            text,
-                        },
-                    )?;
-                    self.out.write_all(b"\n")?;
-                    self.written.insert(hash.clone());
-                    wrote = true;
-                }
-                e.text_ref = Some(hash);
             }
+            // The tool definitions of a turn, already by reference, as one list: the
+            // lists recur across queries, models and repeats.
+            let Some(at) = t
+                .entered
+                .iter()
+                .position(|e| e.layer == super::Layer::ToolDefs)
+            else {
+                continue;
+            };
+            let end = t.entered[at..]
+                .iter()
+                .position(|e| e.layer != super::Layer::ToolDefs)
+                .map_or(t.entered.len(), |n| at + n);
+            let defs: Vec<super::Entry> = t.entered.drain(at..end).collect();
+            t.tool_defs_ref = Some(self.put(serde_json::to_string(&defs)?, &mut wrote)?);
+            t.tool_defs_at = at;
         }
         if wrote {
             self.out

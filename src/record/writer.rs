@@ -91,7 +91,7 @@ impl OutcomeWriter {
     /// Writes one outcome as one line and flushes it.
     pub fn append(&mut self, mut o: Outcome) -> anyhow::Result<()> {
         o.format = FORMAT_VERSION;
-        self.texts.take_shared(&mut o)?;
+        self.texts.take_texts(&mut o)?;
         serde_json::to_writer(&mut self.out, &o)?;
         self.out.write_all(b"\n")?;
         self.out

@@ -28,7 +28,11 @@ struct Case {
     mode: String,
     model: String,
     repeat: usize,
+    #[serde(default)]
     expected: Value,
+    /// Format 3: a long expectation stored in `texts.jsonl`.
+    #[serde(default)]
+    expected_ref: Option<String>,
     score: Score,
     calls: Vec<Value>,
     infra_error: Option<String>,
@@ -95,8 +99,17 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
         // Episodes finish in any order: cases are written in plan order.
         let dir = cx.outcomes.parent().unwrap_or(Path::new("."));
         let order = PlanOrder::for_dir(dir)?;
+        let texts = crate::record::texts::TextStore::load(dir)?;
         let mut cases = Vec::new();
-        reader::read::<Case>(cx.outcomes, |_, c| {
+        reader::read::<Case>(cx.outcomes, |_, mut c| {
+            if let Some(v) = c
+                .expected_ref
+                .as_deref()
+                .and_then(|h| texts.get(h))
+                .and_then(|t| serde_json::from_str(t).ok())
+            {
+                c.expected = v;
+            }
             let key = OutcomeKey {
                 scenario: c.scenario.clone(),
                 query_id: c.query_id.clone(),

@@ -445,6 +445,7 @@ impl Episode<'_> {
             tokenizer: c.encoding().as_str().to_string(),
             catalog_size: self.scenario.catalog.addresses().len(),
             expected: expect_json(&query.expect),
+            expected_ref: None,
             calls,
             final_text,
             selection,

@@ -78,51 +78,62 @@ pub struct Score {
     pub predicted: Vec<Address>,
 }
 
-/// Protocol counters of one outcome.
+/// Protocol counters of one outcome. Counters at zero are left out of the line
+/// (outcome format 3) and read as zero.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Protocol {
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub discovery_calls: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub blind_calls: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub unknown_target: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub bad_subcommand: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub schema_violation: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub not_loaded: usize,
     /// Calls of tools held back that no search surfaced (tool search, retrieval).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub not_surfaced: usize,
     /// `mcp-resource`: reads of the tool-descriptions resource without `?tools=`
     /// (fetch-everything-first).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub missing_tool_selection: usize,
     /// `mcp-resource`: calls of a tool before its description was read
     /// (skip-fetching).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub description_required: usize,
     /// Searches made (`tool_search`): an event, not an error.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub searches: usize,
     /// Reads of the tool-descriptions resource that returned descriptions: an event.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub resource_reads: usize,
     /// Calls of tools not loaded that ran anyway (the default, as in FIM One): a
     /// protocol event, not an error.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub unloaded_calls: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub repeat_call: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub overfetch: usize,
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub turns: usize,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hit_max_turns: bool,
     /// Answers with neither text nor a call.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub empty_answers: usize,
     /// Answers that wrote a tool call as text instead of making it.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub text_calls: usize,
     /// Answers the provider marked as a refusal.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub refusals: usize,
     /// Answers cut by the output token limit.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub truncated: usize,
 }
 
@@ -233,4 +244,8 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         .collect();
     p.overfetch = fetched.difference(&used).count();
     p
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
