@@ -429,14 +429,154 @@ fn chrome(exe: &Path, extra: &[&str], url: &str) -> Output {
         .unwrap()
 }
 
-/// Opens the report in headless Chromium: it must render, sort a table both ways
-/// (the page's `#selftest` hook clicks the header of a column with distinct values
-/// twice and checks the order), log no console error, and leave a screenshot in the
-/// run directory, which stays under `CARGO_TARGET_TMPDIR/browser-report/` for a look
-/// after the test. Chromium is installed by `.ci/run`; where it is missing outside
-/// CI, the test says so and does nothing.
+/// The explorer's data blocks of a page: id → base64 text.
+fn data_blocks(html: &str) -> std::collections::BTreeMap<String, String> {
+    let re =
+        regex::Regex::new(r"<script type=application/gzip id=([^>]+)>([^<]*)</script>").unwrap();
+    re.captures_iter(html)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect()
+}
+
+/// Every outcome of the run is in the page's explorer, and its drill-down holds what
+/// the record holds: each turn's entries (layer, what, tokens, text as cut for the
+/// page), the calls, the tokens; rows come in plan order.
 #[test]
-fn html_report_renders_and_sorts_in_headless_chromium() {
+fn the_explorer_holds_every_outcome_and_its_drill_down() {
+    use discbench::record::manifest::PlanOrder;
+    use discbench::record::texts::TextStore;
+    use discbench::record::{Outcome, OutcomeKey};
+    use discbench::report::explorer::{clip, expand, CHUNK};
+
+    let (_d, run) = tiny_run("explorer");
+    let blocks = data_blocks(&read(&run.join("index.html")));
+    let rows = expand(&blocks["d-rows"]).unwrap();
+    let strings = expand(&blocks["d-strings"]).unwrap();
+    let strings: Vec<&str> = strings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    let s =
+        |v: &Value| -> Option<&str> { v.as_i64().filter(|i| *i >= 0).map(|i| strings[i as usize]) };
+    let col = |name: &str| -> Vec<u64> {
+        rows["cols"][name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let dict = |name: &str| -> Vec<String> {
+        rows[name]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (scenarios, modes, models) = (dict("scenarios"), dict("modes"), dict("models"));
+    let queries = rows["queries"].as_array().unwrap();
+    let (q, m, md, r, d, bi, x) = (
+        col("q"),
+        col("m"),
+        col("md"),
+        col("r"),
+        col("d"),
+        col("bi"),
+        col("x"),
+    );
+    let key = |i: usize| OutcomeKey {
+        scenario: scenarios[queries[q[i] as usize][0].as_u64().unwrap() as usize].clone(),
+        query_id: queries[q[i] as usize][1].as_str().unwrap().to_string(),
+        mode: modes[m[i] as usize].clone(),
+        model: models[md[i] as usize].clone(),
+        repeat: r[i] as usize,
+    };
+    let index: std::collections::HashMap<OutcomeKey, usize> =
+        (0..q.len()).map(|i| (key(i), i)).collect();
+    // Rows in plan order.
+    let order = PlanOrder::for_dir(&run).unwrap();
+    let ranks: Vec<_> = (0..q.len()).map(|i| order.rank(&key(i))).collect();
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "rows are not in plan order"
+    );
+
+    let texts = TextStore::load(&run).unwrap();
+    let lines = read(&run.join("outcomes.jsonl"));
+    let mut seen = 0;
+    for line in lines.lines() {
+        let mut o: Outcome = serde_json::from_str(line).unwrap();
+        texts.resolve(&mut o);
+        let i = *index
+            .get(&o.key())
+            .unwrap_or_else(|| panic!("{} has no row", o.key()));
+        seen += 1;
+        assert_eq!(bi[i] as usize, o.tokens.billed_input, "{}", o.key());
+        assert_eq!(x[i], u64::from(o.score.exact), "{}", o.key());
+        let chunk = expand(&blocks[&format!("d-det-{}", d[i] as usize / CHUNK)]).unwrap();
+        let det = &chunk[d[i] as usize % CHUNK];
+        assert_eq!(
+            det["l"][7].as_u64().unwrap() as usize,
+            o.tokens.billed_input
+        );
+        let turns = det["t"].as_array().unwrap();
+        assert_eq!(turns.len(), o.turns.len(), "{}", o.key());
+        for (t, want) in turns.iter().zip(&o.turns) {
+            assert_eq!(t[0].as_u64().unwrap() as usize, want.turn);
+            assert_eq!(t[1].as_u64().unwrap() as usize, want.request_tokens);
+            let entered = t[4].as_array().unwrap();
+            assert_eq!(
+                entered.len(),
+                want.entered.len(),
+                "{} turn {}",
+                o.key(),
+                want.turn
+            );
+            for (e, w) in entered.iter().zip(&want.entered) {
+                assert_eq!(s(&e[1]), Some(w.what.as_str()));
+                assert_eq!(e[2].as_u64().unwrap() as usize, w.tokens);
+                assert_eq!(
+                    s(&e[3]).map(str::to_string),
+                    w.text.as_deref().map(clip),
+                    "{} {}",
+                    o.key(),
+                    w.what
+                );
+            }
+        }
+        let calls = det["c"].as_array().unwrap();
+        assert_eq!(calls.len(), o.calls.len());
+        for (c, w) in calls.iter().zip(&o.calls) {
+            assert_eq!(s(&c[1]), Some(w.tool.as_str()));
+            assert_eq!(s(&c[2]).map(str::to_string), Some(clip(&w.arguments)));
+        }
+        assert_eq!(
+            s(&det["ft"]).map(str::to_string),
+            o.final_text.as_deref().map(clip)
+        );
+    }
+    assert_eq!(seen, q.len(), "a row without an outcome");
+    assert!(seen > 10, "the tiny run has {seen} outcomes");
+}
+
+/// Opens the report of the built-in suite run five times over (8,100 outcomes) in
+/// headless Chromium: the page weighs at most 5 MB; it must render, sort a summary
+/// table both ways (the page's `#selftest` hook clicks the header of a column with
+/// distinct values twice and checks the order), filter the outcome table to the last
+/// repeat, sort it by billed input both ways, and open the first outcome's drill-down,
+/// which must show that outcome (its key, its billed input and each of its calls);
+/// log no console error, and leave a screenshot in the run directory, which stays
+/// under `CARGO_TARGET_TMPDIR/browser-report/` for a look after the test. Chromium is
+/// installed by `.ci/run`; where it is missing outside CI, the test says so and does
+/// nothing.
+#[test]
+fn html_report_of_8100_outcomes_is_light_and_drills_down_in_headless_chromium() {
+    use discbench::record::texts::TextStore;
+    use discbench::record::Outcome;
+
     let Some(exe) = chromium() else {
         assert!(
             std::env::var_os("CI").is_none(),
@@ -450,7 +590,31 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         std::fs::remove_dir_all(&out).unwrap();
     }
     std::fs::create_dir_all(&out).unwrap();
-    let run = tiny_run_in(&out, "browser");
+    let o = bin()
+        .args([
+            "run",
+            "--repeat",
+            "5",
+            "--run-id",
+            "browser",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let run = out.join("browser");
+    let lines = read(&run.join("outcomes.jsonl"));
+    assert_eq!(lines.lines().count(), 8100);
+    let size = std::fs::metadata(run.join("index.html")).unwrap().len();
+    assert!(size <= 5_000_000, "index.html weighs {size} bytes");
+
     let page = std::fs::canonicalize(run.join("index.html")).unwrap();
     let url = format!("file://{}#selftest", page.display());
     let o = chrome(
@@ -458,7 +622,7 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         &[
             "--enable-logging=stderr",
             "--v=0",
-            "--virtual-time-budget=5000",
+            "--virtual-time-budget=20000",
             "--dump-dom",
         ],
         &url,
@@ -469,13 +633,55 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         String::from_utf8_lossy(&o.stderr)
     );
     let dom = stdout(&o);
+    let selftest = dom
+        .lines()
+        .find(|l| l.contains("id=\"selftest\""))
+        .unwrap_or("no selftest element");
     assert!(
         dom.contains("data-result=\"pass\""),
-        "self-test did not pass: {}",
-        dom.lines()
-            .find(|l| l.contains("selftest"))
-            .unwrap_or("no selftest element")
+        "self-test did not pass: {selftest}"
     );
+    assert!(selftest.contains("data-rows=\"8100\""), "{selftest}");
+    // The drilled outcome is one of the last repeat's, and the drill-down shows it.
+    let drilled = regex::Regex::new(r#"data-drilled="([^"]+)""#)
+        .unwrap()
+        .captures(selftest)
+        .unwrap()[1]
+        .to_string();
+    assert!(
+        drilled.ends_with("#4"),
+        "drilled into {drilled}, not the last repeat"
+    );
+    let texts = TextStore::load(&run).unwrap();
+    let want = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Outcome>(l).unwrap())
+        .find(|o| {
+            format!(
+                "{}/{}/{}/{}#{}",
+                o.scenario, o.query_id, o.mode, o.model, o.repeat
+            ) == drilled
+        })
+        .map(|mut o| {
+            texts.resolve(&mut o);
+            o
+        })
+        .unwrap_or_else(|| panic!("no outcome {drilled}"));
+    let start = dom
+        .find(&format!("data-key=\"{drilled}\""))
+        .expect("the drill-down is in the page");
+    let detail = &dom[start..];
+    let detail = &detail[..detail.find("</div>").unwrap_or(detail.len())];
+    let billed = format!("billed input {}", thousands(want.tokens.billed_input));
+    assert!(detail.contains(&billed), "the drill-down lacks '{billed}'");
+    for c in &want.calls {
+        assert!(
+            detail.contains(&format!("<code>{}(", c.tool)),
+            "the drill-down lacks the call to {}",
+            c.tool
+        );
+    }
+    assert_eq!(detail.matches("class=\"turn\"").count(), want.turns.len());
     let log = String::from_utf8_lossy(&o.stderr);
     let console_errors: Vec<&str> = log
         .lines()
@@ -508,6 +714,19 @@ fn html_report_renders_and_sorts_in_headless_chromium() {
         png.len()
     );
     println!("screenshot: {}", shot.display());
+}
+
+/// `1,234,567`, as the page prints counts.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[test]

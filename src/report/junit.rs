@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::exporter::{Exporter, ReportCx};
-use super::text::{esc, esc_attr};
+use super::text::{esc, esc_attr, step_text};
 use crate::record::manifest::PlanOrder;
 use crate::record::{reader, OutcomeKey};
 use crate::score::Score;
@@ -38,24 +38,6 @@ struct Case {
     infra_error: Option<String>,
     #[serde(default)]
     cost_usd: Option<f64>,
-}
-
-/// How an expected step reads in a failure message: its address, or its
-/// alternatives joined by `|`.
-fn step_text(x: &Value) -> String {
-    let addr = |v: &Value| {
-        v.get("address")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    if let Some(alts) = x.get("any_of").and_then(Value::as_array) {
-        alts.iter().map(addr).collect::<Vec<_>>().join("|")
-    } else if let Some(call) = x.get("call") {
-        addr(call)
-    } else {
-        addr(x)
-    }
 }
 
 impl Exporter for Junit {

@@ -3,6 +3,7 @@
 //! the outcomes to Parquet, aggregates them, and runs every exporter. Each file is
 //! written to a temporary name and renamed, so a failure never leaves half a file.
 
+pub mod explorer;
 pub mod exporter;
 pub mod html;
 pub mod json;

@@ -1,5 +1,7 @@
-//! Text helpers every report shares: the one escape for XML and HTML, and
-//! percentages.
+//! Text helpers every report shares: the one escape for XML and HTML,
+//! percentages, and how an expected step reads.
+
+use serde_json::Value;
 
 /// Escapes text for XML content (and HTML). Line breaks and tabs stay as they are;
 /// characters XML does not allow (other C0 controls, U+FFFE, U+FFFF) are dropped.
@@ -31,6 +33,24 @@ fn escape(s: &str, attr: bool) -> String {
         }
     }
     o
+}
+
+/// How an expected step reads (failure messages, the drill-down): its address, or
+/// its alternatives joined by `|`.
+pub fn step_text(x: &Value) -> String {
+    let addr = |v: &Value| {
+        v.get("address")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if let Some(alts) = x.get("any_of").and_then(Value::as_array) {
+        alts.iter().map(addr).collect::<Vec<_>>().join("|")
+    } else if let Some(call) = x.get("call") {
+        addr(call)
+    } else {
+        addr(x)
+    }
 }
 
 /// `12.3%`.

@@ -1,0 +1,511 @@
+//! The outcome explorer's data, as `index.html` embeds it: every outcome of a run,
+//! reachable from one page that stays light at any number of outcomes.
+//!
+//! [`Explorer::build`] streams `outcomes.jsonl` once and produces three kinds of
+//! gzip-compressed, base64-encoded JSON blobs, which the page expands in the browser
+//! (`DecompressionStream`) only when it needs them:
+//!
+//! - **rows** — one row per outcome in plan order, as columns of small integers
+//!   (scenario, query, mode, model, repeat, result, F1, turns, tokens, protocol
+//!   errors, and which detail holds its drill-down), plus the dictionaries those
+//!   integers index and each scenario × mode's contexts. The outcome table filters
+//!   and sorts these in memory and draws one page of rows at a time.
+//! - **strings** — every distinct string the drill-downs show (tool names, addresses,
+//!   arguments, results, fetched schemas, system prompts, tool definitions), once
+//!   each, cut at [`TEXT_LIMIT`] characters. A detail refers to a string by its index.
+//! - **details** — each outcome's drill-down (turns with what entered the context and
+//!   its tokens, the calls as scored, the selection step, the expectation) as a
+//!   compact array of string indices and numbers. Identical details are stored once:
+//!   a deterministic model's repeats, and the same episode under two names, share one.
+//!   Details are packed [`CHUNK`] to a blob, so opening one outcome expands one blob.
+//!
+//! Why this shape: a run's outcomes repeat most of their content (the same discover
+//! answer in every mode and repeat), which interning and detail sharing remove before
+//! compression; gzip then removes what repeats inside the remaining JSON. gzip is what
+//! every browser can expand without a library (`DecompressionStream("gzip")`), so the
+//! page stays one self-contained file with no script of anyone else's.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use serde_json::{json, Value};
+
+use super::text::step_text;
+use crate::record::manifest::PlanOrder;
+use crate::record::texts::TextStore;
+use crate::record::{reader, Layer, Outcome, OutcomeKey};
+
+/// Characters of one text kept for the drill-down; the rest is counted.
+pub const TEXT_LIMIT: usize = 2000;
+/// Distinct details per compressed blob.
+pub const CHUNK: usize = 256;
+
+/// Every distinct string once, with its index.
+#[derive(Default)]
+struct Strings {
+    index: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let kept = clip(s);
+        let i = self.list.len() as u32;
+        self.list.push(kept);
+        self.index.insert(s.to_string(), i);
+        i
+    }
+
+    fn opt(&mut self, s: Option<&str>) -> i64 {
+        s.map_or(-1, |s| self.id(s) as i64)
+    }
+}
+
+/// A text as the drill-down keeps it: whole, or its first [`TEXT_LIMIT`] characters and
+/// a count of the rest.
+pub fn clip(text: &str) -> String {
+    match text.char_indices().nth(TEXT_LIMIT) {
+        None => text.to_string(),
+        Some((at, _)) => {
+            let rest = text[at..].chars().count();
+            format!("{}\n… ({rest} more characters)", &text[..at])
+        }
+    }
+}
+
+/// The index of a value in a dictionary column, added when new.
+#[derive(Default)]
+struct Dict {
+    index: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Dict {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.list.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// One outcome table row (before plan ordering).
+struct Row {
+    rank: (usize, OutcomeKey),
+    query: u32,
+    mode: u32,
+    model: u32,
+    repeat: usize,
+    /// 1 exact, 0 not, 2 infra error.
+    result: u8,
+    /// F1 in thousandths.
+    f1: u32,
+    turns: usize,
+    first_turn: usize,
+    billed_input: usize,
+    protocol_errors: usize,
+    detail: u32,
+}
+
+/// A scenario × mode's first-turn contexts: its system prompt and, when no
+/// selection step chose them per query, its tool definitions.
+#[derive(Default)]
+struct Context {
+    system: Option<(usize, u32)>,
+    defs: Option<Vec<(u32, usize, u32)>>,
+}
+
+/// Distinct details, compressed [`CHUNK`] to a blob as they arrive.
+struct Details {
+    seen: HashMap<[u8; 32], u32>,
+    count: u32,
+    open: Option<GzEncoder<Vec<u8>>>,
+    in_open: usize,
+    done: Vec<Vec<u8>>,
+    raw_bytes: usize,
+}
+
+impl Details {
+    fn new() -> Self {
+        Details {
+            seen: HashMap::new(),
+            count: 0,
+            open: None,
+            in_open: 0,
+            done: Vec::new(),
+            raw_bytes: 0,
+        }
+    }
+
+    /// The id of `detail`, storing it when it is new.
+    fn id(&mut self, detail: &str) -> std::io::Result<u32> {
+        let h = *blake3::hash(detail.as_bytes()).as_bytes();
+        if let Some(&i) = self.seen.get(&h) {
+            return Ok(i);
+        }
+        let i = self.count;
+        self.count += 1;
+        self.seen.insert(h, i);
+        let enc = self
+            .open
+            .get_or_insert_with(|| GzEncoder::new(Vec::new(), Compression::new(6)));
+        enc.write_all(if self.in_open == 0 { b"[" } else { b"," })?;
+        enc.write_all(detail.as_bytes())?;
+        self.raw_bytes += detail.len() + 1;
+        self.in_open += 1;
+        if self.in_open == CHUNK {
+            self.close()?;
+        }
+        Ok(i)
+    }
+
+    fn close(&mut self) -> std::io::Result<()> {
+        if let Some(mut enc) = self.open.take() {
+            enc.write_all(b"]")?;
+            self.done.push(enc.finish()?);
+            self.in_open = 0;
+        }
+        Ok(())
+    }
+}
+
+/// What the page embeds, each blob gzip-compressed and base64-encoded.
+pub struct Explorer {
+    pub rows: String,
+    pub strings: String,
+    pub chunks: Vec<String>,
+    /// Outcomes in the table.
+    pub outcomes: usize,
+    /// Distinct details stored.
+    pub details: usize,
+    /// The uncompressed JSON of rows, strings and details, in bytes.
+    pub raw_bytes: usize,
+}
+
+fn gzip_b64(bytes: &[u8]) -> std::io::Result<String> {
+    let mut enc = GzEncoder::new(Vec::new(), Compression::new(6));
+    enc.write_all(bytes)?;
+    Ok(b64(&enc.finish()?))
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn tri(b: Option<bool>) -> i8 {
+    match b {
+        None => -1,
+        Some(false) => 0,
+        Some(true) => 1,
+    }
+}
+
+fn layer_code(l: Layer) -> u8 {
+    match l {
+        Layer::System => 0,
+        Layer::ToolDefs => 1,
+        Layer::Query => 2,
+        Layer::Fetched => 3,
+        Layer::Results => 4,
+        Layer::Output => 5,
+    }
+}
+
+/// The drill-down of one outcome as compact JSON (string fields as indices).
+fn detail(o: &Outcome, st: &mut Strings) -> String {
+    let steps: Vec<u32> = o
+        .expected
+        .get("calls")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|x| st.id(&step_text(x))).collect())
+        .unwrap_or_default();
+    let expectation = serde_json::to_string_pretty(&o.expected).unwrap_or_default();
+    let predicted: Vec<u32> = o
+        .score
+        .predicted
+        .iter()
+        .map(|a| st.id(&a.to_string()))
+        .collect();
+    let selection = o.selection.as_ref().map(|s| {
+        json!([
+            s.tools_before,
+            o.tokens.selection,
+            u8::from(s.shortcut),
+            s.requests,
+            st.opt(s.selected.as_ref().map(|v| v.join(", ")).as_deref())
+        ])
+    });
+    let turns: Vec<Value> = o
+        .turns
+        .iter()
+        .map(|t| {
+            let entered: Vec<Value> = t
+                .entered
+                .iter()
+                .map(|e| {
+                    json!([
+                        layer_code(e.layer),
+                        st.id(&e.what),
+                        e.tokens,
+                        st.opt(e.text.as_deref())
+                    ])
+                })
+                .collect();
+            json!([
+                t.turn,
+                t.request_tokens,
+                t.tools_visible,
+                t.cached_prefix,
+                entered
+            ])
+        })
+        .collect();
+    let calls: Vec<Value> = o
+        .calls
+        .iter()
+        .map(|c| {
+            let note = c
+                .error
+                .map(|e| e.as_str().to_string())
+                .unwrap_or_else(|| c.schema_errors.join("; "));
+            json!([
+                c.turn,
+                st.id(&c.tool),
+                st.id(&c.arguments),
+                st.id(c.effect.as_str()),
+                st.opt(c.address.as_ref().map(|a| a.to_string()).as_deref()),
+                st.opt(Some(note.as_str()).filter(|n| !n.is_empty())),
+                u8::from(c.blind)
+            ])
+        })
+        .collect();
+    let l = &o.tokens;
+    json!({
+        "w": steps,
+        "e": st.id(&expectation),
+        "p": predicted,
+        "x": u8::from(o.score.exact),
+        "f": (o.score.f1 * 1000.0).round() as i64,
+        "a": tri(o.score.args_ok),
+        "s": tri(o.score.schema_valid),
+        "h": u8::from(o.score.forbidden_hit),
+        "pe": o.protocol.errors(),
+        "sel": selection,
+        "l": [l.system, l.tool_defs, l.fetched, l.results, l.output, l.selection, l.first_turn, l.billed_input, l.peak_context, l.billed_cached],
+        "t": turns,
+        "c": calls,
+        "ft": st.opt(o.final_text.as_deref()),
+        "ie": st.opt(o.infra_error.as_deref()),
+    })
+    .to_string()
+}
+
+impl Explorer {
+    /// Reads the run's outcomes (and `texts.jsonl` beside them) once.
+    pub fn build(outcomes: &Path) -> anyhow::Result<Explorer> {
+        let dir = outcomes.parent().unwrap_or(Path::new("."));
+        let texts = TextStore::load(dir)?;
+        let order = PlanOrder::for_dir(dir)?;
+        let mut st = Strings::default();
+        let (mut scenarios, mut modes, mut models) =
+            (Dict::default(), Dict::default(), Dict::default());
+        let mut queries: HashMap<(u32, String), u32> = HashMap::new();
+        let mut query_list: Vec<Value> = Vec::new();
+        let mut contexts: HashMap<(u32, u32), Context> = HashMap::new();
+        let mut details = Details::new();
+        let mut rows: Vec<Row> = Vec::new();
+        reader::read::<Outcome>(outcomes, |_, mut o| {
+            texts.resolve(&mut o);
+            let sc = scenarios.id(&o.scenario);
+            let mode = modes.id(&o.mode);
+            let model = models.id(&o.model);
+            let query = match queries.get(&(sc, o.query_id.clone())) {
+                Some(&q) => q,
+                None => {
+                    let q = query_list.len() as u32;
+                    query_list.push(json!([sc, o.query_id, first_user_text(&o), o.tags]));
+                    queries.insert((sc, o.query_id.clone()), q);
+                    q
+                }
+            };
+            // The scenario × mode's first-turn texts, from the first outcome that
+            // recorded them; definitions only where no selection step chose them.
+            if let Some(first) = o.turns.first() {
+                let cx = contexts.entry((sc, mode)).or_default();
+                if cx.system.is_none() {
+                    cx.system = first
+                        .entered
+                        .iter()
+                        .find(|e| e.layer == Layer::System)
+                        .and_then(|e| Some((e.tokens, st.id(e.text.as_deref()?))));
+                }
+                let selected = o.selection.as_ref().is_some_and(|s| s.selected.is_some());
+                if cx.defs.is_none() && !selected {
+                    let defs: Vec<(u32, usize, u32)> = first
+                        .entered
+                        .iter()
+                        .filter(|e| e.layer == Layer::ToolDefs)
+                        .filter_map(|e| Some((st.id(&e.what), e.tokens, st.id(e.text.as_deref()?))))
+                        .collect();
+                    if !defs.is_empty() {
+                        cx.defs = Some(defs);
+                    }
+                }
+            }
+            let d = details.id(&detail(&o, &mut st))?;
+            rows.push(Row {
+                rank: order.rank(&o.key()),
+                query,
+                mode,
+                model,
+                repeat: o.repeat,
+                result: if o.infra_error.is_some() {
+                    2
+                } else {
+                    u8::from(o.score.exact)
+                },
+                f1: (o.score.f1 * 1000.0).round() as u32,
+                turns: o.protocol.turns,
+                first_turn: o.tokens.first_turn,
+                billed_input: o.tokens.billed_input,
+                protocol_errors: o.protocol.errors(),
+                detail: d,
+            });
+            Ok(())
+        })?;
+        details.close()?;
+        // Episodes finish in any order: the table starts in plan order.
+        rows.sort_by(|a, b| a.rank.cmp(&b.rank));
+        let col = |f: &dyn Fn(&Row) -> Value| -> Value { rows.iter().map(f).collect() };
+        let mut cx_list: Vec<Value> = contexts
+            .iter()
+            .map(|(&(sc, mode), c)| {
+                json!([
+                    sc,
+                    mode,
+                    c.system.map(|s| json!([s.0, s.1])),
+                    c.defs.as_ref().map(|d| d
+                        .iter()
+                        .map(|&(n, t, x)| json!([n, t, x]))
+                        .collect::<Vec<_>>())
+                ])
+            })
+            .collect();
+        cx_list.sort_by_key(|v| (v[0].as_u64(), v[1].as_u64()));
+        let rows_json = json!({
+            "scenarios": scenarios.list,
+            "modes": modes.list,
+            "models": models.list,
+            "queries": query_list,
+            "contexts": cx_list,
+            "chunk": CHUNK,
+            "cols": {
+                "q": col(&|r| r.query.into()),
+                "m": col(&|r| r.mode.into()),
+                "md": col(&|r| r.model.into()),
+                "r": col(&|r| r.repeat.into()),
+                "x": col(&|r| r.result.into()),
+                "f": col(&|r| r.f1.into()),
+                "tu": col(&|r| r.turns.into()),
+                "ft": col(&|r| r.first_turn.into()),
+                "bi": col(&|r| r.billed_input.into()),
+                "pe": col(&|r| r.protocol_errors.into()),
+                "d": col(&|r| r.detail.into()),
+            }
+        })
+        .to_string();
+        let strings_json = serde_json::to_string(&st.list)?;
+        Ok(Explorer {
+            raw_bytes: rows_json.len() + strings_json.len() + details.raw_bytes,
+            rows: gzip_b64(rows_json.as_bytes())?,
+            strings: gzip_b64(strings_json.as_bytes())?,
+            chunks: details.done.iter().map(|c| b64(c)).collect(),
+            outcomes: rows.len(),
+            details: details.count as usize,
+        })
+    }
+
+    /// The blobs as `<script>` elements the page's script reads by id.
+    pub fn html(&self) -> String {
+        let mut s = String::with_capacity(
+            self.rows.len()
+                + self.strings.len()
+                + self.chunks.iter().map(String::len).sum::<usize>()
+                + 512,
+        );
+        let mut blob = |id: &str, data: &str| {
+            s.push_str("<script type=application/gzip id=");
+            s.push_str(id);
+            s.push('>');
+            s.push_str(data);
+            s.push_str("</script>");
+        };
+        blob("d-rows", &self.rows);
+        blob("d-strings", &self.strings);
+        for (i, c) in self.chunks.iter().enumerate() {
+            blob(&format!("d-det-{i}"), c);
+        }
+        s
+    }
+}
+
+fn first_user_text(o: &Outcome) -> String {
+    o.turns
+        .first()
+        .and_then(|t| t.entered.iter().find(|e| e.layer == Layer::Query))
+        .and_then(|e| e.text.clone())
+        .unwrap_or_default()
+}
+
+/// Expands a blob as the page does (gzip of base64), for tests.
+pub fn expand(b64_text: &str) -> anyhow::Result<Value> {
+    use std::io::Read as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64_text.trim())?;
+    let mut json = String::new();
+    flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut json)?;
+    Ok(serde_json::from_str(&json)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_cut_and_counted() {
+        let long = "é".repeat(TEXT_LIMIT + 5);
+        let c = clip(&long);
+        assert!(c.starts_with(&"é".repeat(TEXT_LIMIT)));
+        assert!(c.ends_with("(5 more characters)"), "{c}");
+        assert_eq!(clip("short"), "short");
+    }
+
+    #[test]
+    fn equal_details_are_stored_once_and_chunks_expand() {
+        let mut d = Details::new();
+        let a = d.id("[1,2]").unwrap();
+        let b = d.id("[3]").unwrap();
+        assert_eq!(d.id("[1,2]").unwrap(), a);
+        assert_ne!(a, b);
+        for i in 0..CHUNK {
+            d.id(&format!("[{i},0]")).unwrap();
+        }
+        d.close().unwrap();
+        assert_eq!(d.count as usize, CHUNK + 2);
+        assert_eq!(d.done.len(), 2);
+        let first = expand(&b64(&d.done[0])).unwrap();
+        assert_eq!(first.as_array().unwrap().len(), CHUNK);
+        assert_eq!(first[0], json!([1, 2]));
+        let second = expand(&b64(&d.done[1])).unwrap();
+        assert_eq!(second, json!([[254, 0], [255, 0]]));
+    }
+}
