@@ -1,55 +1,67 @@
-//! Aggregation at scale: about one million generated outcome lines (4 scenarios ×
-//! 3 modes × 2 models × 42 repeats × 1000 queries) are flattened to Parquet and
-//! aggregated. Prints the input size and the process's peak resident memory, which
-//! stays bounded because the outcome file is streamed in batches and scanned lazily.
+//! Aggregation at scale, on outcome lines shaped like real ones: the built-in suite is
+//! run once with the mock models, and its outcome lines (every field a run writes:
+//! turns, calls, ledgers, surfacing; format 3, texts by reference) are written over and
+//! over with the repeat index counted up, to `DISCBENCH_AGG_LINES` lines (default one
+//! million). Each iteration flattens them to Parquet and summarizes them, as `report`
+//! does. Prints the input size and the peak resident memory of the aggregation alone
+//! (the high-water mark is reset after the set-up), which stays flat in the number of
+//! lines because the outcome file is streamed and every aggregate is bounded by the
+//! number of groups and distinct values, not of outcomes.
+//!
+//! `DISCBENCH_AGG_LINES=10000000 cargo bench --bench aggregate` runs the ten-million
+//! line case (about 27 GB of JSON in a temporary directory).
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use clap::Parser;
 use criterion::{criterion_group, criterion_main, Criterion};
 use discbench::analysis::aggregate;
+use discbench::cli::{dispatch, Cli, Environment};
 
-const SCENARIOS: usize = 4;
-const MODES: [&str; 3] = ["progressive", "legacy", "inline"];
-const MODELS: [&str; 2] = ["oracle", "lexical"];
-const REPEATS: usize = 42;
-const QUERIES: usize = 1000;
+/// The outcome lines of one mock run of the built-in suite.
+fn suite_lines(dir: &Path) -> Vec<String> {
+    let cli = Cli::parse_from([
+        "discbench",
+        "run",
+        "--no-progress",
+        "--run-id",
+        "template",
+        "--out",
+        &dir.display().to_string(),
+    ]);
+    let env = Environment {
+        stderr_is_terminal: false,
+        is_ci: true,
+    };
+    assert_eq!(dispatch(cli, env, &mut std::io::sink()).unwrap(), 0);
+    std::fs::read_to_string(dir.join("template/outcomes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
 
-fn generate(path: &Path) -> usize {
-    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-    let mut n = 0usize;
-    for s in 0..SCENARIOS {
-        for (mi, mode) in MODES.iter().enumerate() {
-            for (ki, model) in MODELS.iter().enumerate() {
-                for r in 0..REPEATS {
-                    for q in 0..QUERIES {
-                        // Deterministic pseudo-random scores and token counts.
-                        let h = (n as u64)
-                            .wrapping_mul(6364136223846793005)
-                            .wrapping_add(1442695040888963407)
-                            >> 33;
-                        let exact = h % 100 < 40 + 20 * mi as u64 + 10 * ki as u64;
-                        let first = 500 + (h % 400) + 10_000 * (*mode == "legacy") as u64;
-                        writeln!(
-                            w,
-                            r#"{{"run_id":"bench","scenario":"s{s}","query_id":"q{q}","tags":[],"mode":"{mode}","mode_spec":"{mode}","model":"{model}","repeat":{r},"tokenizer":"o200k_base","catalog_size":{},"expected":{{"calls":[],"order":"any","forbid":[]}},"calls":[],"final_text":"Done.","selection":null,"score":{{"exact":{exact},"precision":{p},"recall":{p},"f1":{p},"first_call_correct":{exact},"abstain_ok":null,"forbidden_hit":false,"args_ok":{exact},"schema_valid":true,"predicted":[]}},"protocol":{{"discovery_calls":1,"blind_calls":0,"unknown_target":{},"bad_subcommand":0,"schema_violation":0,"not_loaded":0,"repeat_call":0,"overfetch":0,"turns":3,"hit_max_turns":false}},"tokens":{{"system":150,"tool_defs":{},"fetched":{},"results":120,"output":40,"selection":0,"first_turn":{first},"billed_input":{},"peak_context":{}}},"turns":[],"infra_error":null}}"#,
-                            50 * (s + 1),
-                            h.is_multiple_of(7) as u8,
-                            first - 170,
-                            h % 2000,
-                            first * 3 + h % 2000,
-                            first + h % 2000,
-                            p = if exact { 1.0 } else { 0.5 },
-                        )
-                        .unwrap();
-                        n += 1;
-                    }
-                }
-            }
+/// Writes `n` lines, cycling through `lines` with the repeat index of each pass.
+fn generate(lines: &[String], n: usize, path: &Path) -> u64 {
+    let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
+    let mut bytes = 0u64;
+    for k in 0..n {
+        let line = &lines[k % lines.len()];
+        let at = line.find("\"repeat\":0,").expect("a repeat field");
+        let pass = k / lines.len();
+        for part in [
+            &line[..at],
+            &format!("\"repeat\":{pass},"),
+            &line[at + "\"repeat\":0,".len()..],
+            "\n",
+        ] {
+            w.write_all(part.as_bytes()).unwrap();
+            bytes += part.len() as u64;
         }
     }
     w.flush().unwrap();
-    n
+    bytes
 }
 
 fn peak_rss_kib() -> Option<u64> {
@@ -63,25 +75,40 @@ fn peak_rss_kib() -> Option<u64> {
         .ok()
 }
 
+/// Resets the process's peak resident memory to what it holds now (Linux).
+fn reset_peak() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
 fn bench(c: &mut Criterion) {
+    let n: usize = std::env::var("DISCBENCH_AGG_LINES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     let dir = tempfile::tempdir().unwrap();
+    let lines = suite_lines(dir.path());
     let jsonl = dir.path().join("outcomes.jsonl");
     let parquet = dir.path().join("outcomes.parquet");
-    let n = generate(&jsonl);
-    let bytes = std::fs::metadata(&jsonl).unwrap().len();
+    let bytes = generate(&lines, n, &jsonl);
+    drop(lines);
+    reset_peak();
     let before = peak_rss_kib();
     let mut group = c.benchmark_group("aggregate");
     group.sample_size(10);
-    group.bench_function("flatten + summarize 1M outcome lines", |b| {
-        b.iter(|| {
-            aggregate::flatten(&jsonl, &parquet).unwrap();
-            aggregate::summarize(&parquet).unwrap()
-        })
-    });
+    group.bench_function(
+        format!("flatten + summarize {n} real-shaped outcome lines"),
+        |b| {
+            b.iter(|| {
+                aggregate::flatten(&jsonl, &parquet).unwrap();
+                aggregate::summarize(&parquet).unwrap()
+            })
+        },
+    );
     group.finish();
     eprintln!(
-        "aggregate: {n} outcome lines, {:.0} MB of JSON; peak RSS before {} MiB, after {} MiB",
+        "aggregate: {n} outcome lines, {:.0} MB of JSON ({:.0} bytes a line); resident memory after set-up {} MiB, peak during aggregation {} MiB",
         bytes as f64 / 1e6,
+        bytes as f64 / n as f64,
         before.map_or(0, |k| k / 1024),
         peak_rss_kib().map_or(0, |k| k / 1024)
     );

@@ -18,12 +18,20 @@ const STOP: &[&str] = &[
     "thanks", "thank", "hi", "hello", "ok", "okay", "great", "t", "d", "ll", "re", "ve", "m",
 ];
 
+/// Whether a lower-cased word is a stop word.
+fn is_stop(w: &str) -> bool {
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    SET.get_or_init(|| STOP.iter().copied().collect())
+        .contains(w)
+}
+
 /// Lower-cased words without stop words, plural `s` stripped from longer words.
 pub fn tokenize(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(|w| w.to_lowercase())
-        .filter(|w| !STOP.contains(&w.as_str()))
+        .filter(|w| !is_stop(w))
         .map(|w| {
             if w.len() > 4 && w.ends_with('s') && !w.ends_with("ss") {
                 w[..w.len() - 1].to_string()
@@ -36,14 +44,55 @@ pub fn tokenize(text: &str) -> Vec<String> {
 
 /// BM25 scores of each document for the query, in document order.
 pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
-    Index::new(docs).scores(query)
+    Index::cached(docs).scores(query)
+}
+
+/// Indexes a thread keeps, by the documents they index, before it starts afresh.
+const MEMO: usize = 256;
+
+/// A document's term counts and its length in terms.
+type Terms = (std::sync::Arc<HashMap<String, usize>>, usize);
+
+/// Documents a thread keeps tokenized before it starts afresh.
+const DOC_MEMO: usize = 20_000;
+
+/// A document's term counts and length, from this thread's memo when it was
+/// tokenized before (the same tool descriptions are ranked on every turn).
+fn terms_of(doc: &str) -> Terms {
+    DOCS.with(|m| {
+        let mut m = m.borrow_mut();
+        if let Some(hit) = m.get(doc) {
+            return hit.clone();
+        }
+        let words = tokenize(doc);
+        let len = words.len();
+        let mut tf: HashMap<String, usize> = HashMap::new();
+        for w in words {
+            *tf.entry(w).or_default() += 1;
+        }
+        if m.len() >= DOC_MEMO {
+            m.clear();
+        }
+        let v = (std::sync::Arc::new(tf), len);
+        m.insert(doc.to_string(), v.clone());
+        v
+    })
+}
+
+thread_local! {
+    static DOCS: std::cell::RefCell<HashMap<String, Terms>> =
+        std::cell::RefCell::new(HashMap::new());
+    /// The lexical model ranks the same visible tools on many turns of many episodes:
+    /// their index is built once per thread, not once per turn.
+    static INDEXES: std::cell::RefCell<HashMap<[u8; 32], std::rc::Rc<Index>>> =
+        std::cell::RefCell::new(HashMap::new());
 }
 
 /// Documents tokenized once, to be ranked against many queries (the search tool's
 /// pool is searched on every call).
 pub struct Index {
     /// Per document: term → count.
-    docs: Vec<HashMap<String, usize>>,
+    docs: Vec<std::sync::Arc<HashMap<String, usize>>>,
     lens: Vec<usize>,
     /// Term → documents holding it.
     df: HashMap<String, usize>,
@@ -51,19 +100,43 @@ pub struct Index {
 }
 
 impl Index {
+    /// The index of `docs`, from this thread's memo when it was built before (the
+    /// documents are compared by a hash of their whole text).
+    pub fn cached(docs: &[String]) -> std::rc::Rc<Index> {
+        let mut h = blake3::Hasher::new();
+        for d in docs {
+            h.update(&(d.len() as u64).to_le_bytes());
+            h.update(d.as_bytes());
+        }
+        let key = *h.finalize().as_bytes();
+        INDEXES.with(|m| {
+            let mut m = m.borrow_mut();
+            if let Some(i) = m.get(&key) {
+                return i.clone();
+            }
+            if m.len() >= MEMO {
+                m.clear();
+            }
+            let i = std::rc::Rc::new(Index::new(docs));
+            m.insert(key, i.clone());
+            i
+        })
+    }
+
     pub fn new(docs: &[String]) -> Index {
         let mut df: HashMap<String, usize> = HashMap::new();
         let mut out = Vec::with_capacity(docs.len());
         let mut lens = Vec::with_capacity(docs.len());
         for d in docs {
-            let words = tokenize(d);
-            lens.push(words.len());
-            let mut tf: HashMap<String, usize> = HashMap::new();
-            for w in words {
-                *tf.entry(w).or_default() += 1;
-            }
+            let (tf, len) = terms_of(d);
+            lens.push(len);
             for w in tf.keys() {
-                *df.entry(w.clone()).or_default() += 1;
+                match df.get_mut(w) {
+                    Some(n) => *n += 1,
+                    None => {
+                        df.insert(w.clone(), 1);
+                    }
+                }
             }
             out.push(tf);
         }
@@ -141,5 +214,15 @@ mod tests {
         ];
         assert_eq!(best("please email the report", &docs).unwrap().0, 1);
         assert_eq!(best("thanks, that's all", &docs), None);
+    }
+
+    #[test]
+    fn the_memo_tells_documents_apart() {
+        let a = vec!["ab".to_string(), "c".to_string()];
+        let b = vec!["a".to_string(), "bc".to_string()];
+        assert_eq!(scores("ab", &a), Index::new(&a).scores("ab"));
+        assert_eq!(scores("ab", &b), Index::new(&b).scores("ab"));
+        assert_ne!(scores("ab", &a), scores("ab", &b));
+        assert!(std::rc::Rc::ptr_eq(&Index::cached(&a), &Index::cached(&a)));
     }
 }

@@ -25,7 +25,7 @@ impl ToolDef {
 }
 
 /// A tool call made by the model. `arguments` is the raw JSON text, which may be invalid.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
@@ -43,7 +43,7 @@ impl ToolCall {
 }
 
 /// One message of the conversation after the system prompt.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
     User {

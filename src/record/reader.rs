@@ -96,6 +96,37 @@ pub fn read<T: DeserializeOwned>(
     path: &Path,
     mut each: impl FnMut(usize, T) -> anyhow::Result<()>,
 ) -> anyhow::Result<ReadStats> {
+    lines(
+        path,
+        |text| serde_json::from_str::<T>(text).map_err(|e| e.to_string()),
+        |line, _, v| each(line, v),
+    )
+}
+
+/// As [`read`], but passes each record's text (checked to be one JSON value, not
+/// parsed) for readers that decide from the text what to parse.
+pub fn read_text(
+    path: &Path,
+    mut each: impl FnMut(usize, &str) -> anyhow::Result<()>,
+) -> anyhow::Result<ReadStats> {
+    lines(
+        path,
+        |text| {
+            serde_json::from_str::<serde::de::IgnoredAny>(text)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        },
+        |line, text, ()| each(line, text),
+    )
+}
+
+/// The loop behind [`read`] and [`read_text`]: splits lines, parses each with `parse`,
+/// names a bad one by `file:line`, and sets a torn last line apart.
+fn lines<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, String>,
+    mut each: impl FnMut(usize, &str, T) -> anyhow::Result<()>,
+) -> anyhow::Result<ReadStats> {
     let io = |source| RecordError::Io {
         path: path.to_path_buf(),
         source,
@@ -125,10 +156,8 @@ pub fn read<T: DeserializeOwned>(
         }
         // Whole-line UTF-8 validation (fast) and then a parse from `str`, which need not
         // re-validate every string: a million-line file reads faster this way.
-        let parsed: Result<T, String> = match std::str::from_utf8(&buf) {
-            Ok(text) => serde_json::from_str(text).map_err(|e| e.to_string()),
-            Err(_) => Err("not UTF-8".to_string()),
-        };
+        let text = std::str::from_utf8(&buf).map_err(|_| "not UTF-8".to_string());
+        let parsed: Result<T, String> = text.as_ref().map_err(Clone::clone).and_then(|t| parse(t));
         match parsed {
             Ok(v) => {
                 if let Some(found) = declared_format(&buf) {
@@ -142,7 +171,7 @@ pub fn read<T: DeserializeOwned>(
                     }
                 }
                 stats.records += 1;
-                each(line, v)?;
+                each(line, text.as_deref().unwrap_or(""), v)?;
             }
             Err(_) if !complete => {
                 stats.torn = Some(Torn {

@@ -37,21 +37,85 @@ use serde_json::{json, Value};
 use super::text::step_text;
 use crate::record::manifest::PlanOrder;
 use crate::record::texts::TextStore;
-use crate::record::{reader, Layer, Outcome, OutcomeKey};
+use crate::record::{reader, Entry, Layer, Outcome, OutcomeKey, TurnRecord};
 
 /// Characters of one text kept for the drill-down; the rest is counted.
 pub const TEXT_LIMIT: usize = 2000;
 /// Distinct details per compressed blob.
 pub const CHUNK: usize = 256;
 
-/// Every distinct string once, with its index.
-#[derive(Default)]
-struct Strings {
+/// Every distinct string once, with its index; texts stored in `texts.jsonl` are
+/// interned by their reference, so a long text is looked up and hashed once.
+struct Strings<'a> {
     index: HashMap<String, u32>,
     list: Vec<String>,
+    store: &'a TextStore,
+    refs: HashMap<String, Option<u32>>,
+    /// Parsed tool-definition lists and expectations, by reference.
+    defs: HashMap<String, Option<std::rc::Rc<Vec<Entry>>>>,
+    expected: HashMap<String, std::rc::Rc<Value>>,
 }
 
-impl Strings {
+impl<'a> Strings<'a> {
+    fn new(store: &'a TextStore) -> Self {
+        Strings {
+            index: HashMap::new(),
+            list: Vec::new(),
+            store,
+            refs: HashMap::new(),
+            defs: HashMap::new(),
+            expected: HashMap::new(),
+        }
+    }
+
+    /// An entry's text: kept in the line, or stored by reference (`-1` when it is
+    /// neither, or the store lacks it).
+    fn text(&mut self, text: Option<&str>, text_ref: Option<&str>) -> i64 {
+        if let Some(t) = text {
+            return self.id(t) as i64;
+        }
+        let Some(h) = text_ref else { return -1 };
+        if let Some(i) = self.refs.get(h) {
+            return i.map_or(-1, i64::from);
+        }
+        let store = self.store;
+        let i = store.get(h).map(|t| self.id(t));
+        self.refs.insert(h.to_string(), i);
+        i.map_or(-1, i64::from)
+    }
+
+    /// A turn's tool-definition list stored by reference.
+    fn defs(&mut self, h: &str) -> Option<std::rc::Rc<Vec<Entry>>> {
+        if let Some(d) = self.defs.get(h) {
+            return d.clone();
+        }
+        let d = self
+            .store
+            .get(h)
+            .and_then(|t| serde_json::from_str::<Vec<Entry>>(t).ok())
+            .map(std::rc::Rc::new);
+        self.defs.insert(h.to_string(), d.clone());
+        d
+    }
+
+    /// An outcome's expectation, in the line or stored by reference.
+    fn expectation(&mut self, o: &Outcome) -> std::rc::Rc<Value> {
+        let Some(h) = o.expected_ref.as_deref() else {
+            return std::rc::Rc::new(o.expected.clone());
+        };
+        if let Some(v) = self.expected.get(h) {
+            return v.clone();
+        }
+        let v = std::rc::Rc::new(
+            self.store
+                .get(h)
+                .and_then(|t| serde_json::from_str(t).ok())
+                .unwrap_or(Value::Null),
+        );
+        self.expected.insert(h.to_string(), v.clone());
+        v
+    }
+
     fn id(&mut self, s: &str) -> u32 {
         if let Some(&i) = self.index.get(s) {
             return i;
@@ -100,6 +164,7 @@ impl Dict {
 }
 
 /// One outcome table row (before plan ordering).
+#[derive(Clone)]
 struct Row {
     rank: (usize, OutcomeKey),
     query: u32,
@@ -221,15 +286,27 @@ fn layer_code(l: Layer) -> u8 {
     }
 }
 
+/// The entries of a turn as the record holds them once resolved: its tool
+/// definitions (stored as one list by reference in format 3) put back in place.
+fn entries<'e>(t: &'e TurnRecord, st: &mut Strings) -> Vec<std::borrow::Cow<'e, Entry>> {
+    let mut v: Vec<std::borrow::Cow<Entry>> =
+        t.entered.iter().map(std::borrow::Cow::Borrowed).collect();
+    if let Some(defs) = t.tool_defs_ref.as_deref().and_then(|h| st.defs(h)) {
+        let at = t.tool_defs_at.min(v.len());
+        v.splice(at..at, defs.iter().cloned().map(std::borrow::Cow::Owned));
+    }
+    v
+}
+
 /// The drill-down of one outcome as compact JSON (string fields as indices).
 fn detail(o: &Outcome, st: &mut Strings) -> String {
-    let steps: Vec<u32> = o
-        .expected
+    let expected = st.expectation(o);
+    let steps: Vec<u32> = expected
         .get("calls")
         .and_then(Value::as_array)
         .map(|a| a.iter().map(|x| st.id(&step_text(x))).collect())
         .unwrap_or_default();
-    let expectation = serde_json::to_string_pretty(&o.expected).unwrap_or_default();
+    let expectation = serde_json::to_string_pretty(&*expected).unwrap_or_default();
     let predicted: Vec<u32> = o
         .score
         .predicted
@@ -249,15 +326,14 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         .turns
         .iter()
         .map(|t| {
-            let entered: Vec<Value> = t
-                .entered
+            let entered: Vec<Value> = entries(t, st)
                 .iter()
                 .map(|e| {
                     json!([
                         layer_code(e.layer),
                         st.id(&e.what),
                         e.tokens,
-                        st.opt(e.text.as_deref())
+                        st.text(e.text.as_deref(), e.text_ref.as_deref())
                     ])
                 })
                 .collect();
@@ -316,7 +392,7 @@ impl Explorer {
         let dir = outcomes.parent().unwrap_or(Path::new("."));
         let texts = TextStore::load(dir)?;
         let order = PlanOrder::for_dir(dir)?;
-        let mut st = Strings::default();
+        let mut st = Strings::new(&texts);
         let (mut scenarios, mut modes, mut models) =
             (Dict::default(), Dict::default(), Dict::default());
         let mut queries: HashMap<(u32, String), u32> = HashMap::new();
@@ -324,8 +400,29 @@ impl Explorer {
         let mut contexts: HashMap<(u32, u32), Context> = HashMap::new();
         let mut details = Details::new();
         let mut rows: Vec<Row> = Vec::new();
-        reader::read::<Outcome>(outcomes, |_, mut o| {
-            texts.resolve(&mut o);
+        // Lines read before, by their content without the repeat index.
+        let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+        reader::read_text(outcomes, |line_no, line| {
+            let same = crate::record::repeat_free_hash(line);
+            if let Some((h, repeat)) = same {
+                if let Some(&i) = seen.get(&h) {
+                    let mut key = rows[i].rank.1.clone();
+                    key.repeat = repeat;
+                    let row = Row {
+                        rank: order.rank(&key),
+                        repeat,
+                        ..rows[i].clone()
+                    };
+                    rows.push(row);
+                    return Ok(());
+                }
+            }
+            let o: Outcome =
+                serde_json::from_str(line).map_err(|e| reader::RecordError::Malformed {
+                    path: outcomes.to_path_buf(),
+                    line: line_no,
+                    message: e.to_string(),
+                })?;
             let sc = scenarios.id(&o.scenario);
             let mode = modes.id(&o.mode);
             let model = models.id(&o.model);
@@ -333,7 +430,8 @@ impl Explorer {
                 Some(&q) => q,
                 None => {
                     let q = query_list.len() as u32;
-                    query_list.push(json!([sc, o.query_id, first_user_text(&o), o.tags]));
+                    let text = first_user_text(&o, &texts);
+                    query_list.push(json!([sc, o.query_id, text, o.tags]));
                     queries.insert((sc, o.query_id.clone()), q);
                     q
                 }
@@ -341,28 +439,42 @@ impl Explorer {
             // The scenario × mode's first-turn texts, from the first outcome that
             // recorded them; definitions only where no selection step chose them.
             if let Some(first) = o.turns.first() {
-                let cx = contexts.entry((sc, mode)).or_default();
-                if cx.system.is_none() {
-                    cx.system = first
-                        .entered
-                        .iter()
-                        .find(|e| e.layer == Layer::System)
-                        .and_then(|e| Some((e.tokens, st.id(e.text.as_deref()?))));
-                }
                 let selected = o.selection.as_ref().is_some_and(|s| s.selected.is_some());
-                if cx.defs.is_none() && !selected {
-                    let defs: Vec<(u32, usize, u32)> = first
-                        .entered
-                        .iter()
-                        .filter(|e| e.layer == Layer::ToolDefs)
-                        .filter_map(|e| Some((st.id(&e.what), e.tokens, st.id(e.text.as_deref()?))))
-                        .collect();
-                    if !defs.is_empty() {
-                        cx.defs = Some(defs);
+                let cx = contexts.entry((sc, mode)).or_default();
+                let needs_defs = cx.defs.is_none() && !selected;
+                if cx.system.is_some() && !needs_defs {
+                    // Nothing left to take from this outcome.
+                } else {
+                    let entered = entries(first, &mut st);
+                    if cx.system.is_none() {
+                        cx.system =
+                            entered
+                                .iter()
+                                .find(|e| e.layer == Layer::System)
+                                .and_then(|e| {
+                                    let i = st.text(e.text.as_deref(), e.text_ref.as_deref());
+                                    (i >= 0).then_some((e.tokens, i as u32))
+                                });
+                    }
+                    if needs_defs {
+                        let defs: Vec<(u32, usize, u32)> = entered
+                            .iter()
+                            .filter(|e| e.layer == Layer::ToolDefs)
+                            .filter_map(|e| {
+                                let i = st.text(e.text.as_deref(), e.text_ref.as_deref());
+                                (i >= 0).then(|| (st.id(&e.what), e.tokens, i as u32))
+                            })
+                            .collect();
+                        if !defs.is_empty() {
+                            cx.defs = Some(defs);
+                        }
                     }
                 }
             }
             let d = details.id(&detail(&o, &mut st))?;
+            if let Some((h, _)) = same {
+                seen.insert(h, rows.len());
+            }
             rows.push(Row {
                 rank: order.rank(&o.key()),
                 query,
@@ -459,11 +571,15 @@ impl Explorer {
     }
 }
 
-fn first_user_text(o: &Outcome) -> String {
+fn first_user_text(o: &Outcome, texts: &TextStore) -> String {
     o.turns
         .first()
         .and_then(|t| t.entered.iter().find(|e| e.layer == Layer::Query))
-        .and_then(|e| e.text.clone())
+        .and_then(|e| {
+            e.text
+                .clone()
+                .or_else(|| Some(texts.get(e.text_ref.as_deref()?)?.to_string()))
+        })
         .unwrap_or_default()
 }
 

@@ -18,7 +18,7 @@ pub struct ReportCx<'a> {
 }
 
 /// One output format.
-pub trait Exporter {
+pub trait Exporter: Send + Sync {
     /// The file (or folder) it writes, relative to the run directory.
     fn name(&self) -> &'static str;
     fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()>;

@@ -50,7 +50,10 @@ impl Exporter for CsvExport {
     }
 }
 
-/// Writes every report file into the run directory.
+/// Writes every report file into the run directory. The exporters run on two
+/// threads: the plots and then the page that embeds them on one, every other format
+/// on the other (each reads the run on its own, and the files do not depend on each
+/// other otherwise).
 pub fn write_all(
     dir: &Path,
     summary: &Summary,
@@ -61,11 +64,24 @@ pub fn write_all(
         outcomes: &dir.join("outcomes.jsonl"),
         comparison,
     };
-    let mut written = Vec::new();
-    for e in exporters() {
-        e.write(&cx, dir)
-            .with_context(|| format!("writing {}", e.name()))?;
-        written.push(dir.join(e.name()));
-    }
-    Ok(written)
+    let all = exporters();
+    let (page, rest): (Vec<&dyn Exporter>, Vec<&dyn Exporter>) = all
+        .iter()
+        .map(|e| e.as_ref())
+        .partition(|e| matches!(e.name(), "plots" | "index.html"));
+    let run = |list: &[&dyn Exporter]| -> anyhow::Result<()> {
+        for e in list {
+            e.write(&cx, dir)
+                .with_context(|| format!("writing {}", e.name()))?;
+        }
+        Ok(())
+    };
+    let (a, b) = std::thread::scope(|s| {
+        let page = s.spawn(|| run(&page));
+        let rest = run(&rest);
+        (rest, page.join())
+    });
+    a?;
+    b.map_err(|_| anyhow::anyhow!("a report exporter panicked"))??;
+    Ok(all.iter().map(|e| dir.join(e.name())).collect())
 }

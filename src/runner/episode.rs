@@ -249,7 +249,7 @@ impl Episode<'_> {
                 }
                 p.push(piece(&cx.system, unit.system_tokens));
                 for (i, m) in cx.messages.iter().enumerate() {
-                    p.push(piece(&format!("{m:?}"), c.message(m)));
+                    p.push((hash_value(m), c.message(m)));
                     for (_, defs) in joined_at.iter().filter(|(at, _)| *at == i + 1) {
                         p.extend(defs.iter().copied());
                     }
@@ -592,8 +592,13 @@ fn expect_json(e: &Expect) -> serde_json::Value {
 
 /// A hash of a piece of a request, to find where two requests part.
 fn hash_of(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+    hash_value(text)
+}
+
+/// A hash of a message or text, to tell the pieces of two requests apart.
+fn hash_value<T: std::hash::Hash + ?Sized>(x: &T) -> u64 {
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    x.hash(&mut h);
     h.finish()
 }

@@ -4,7 +4,7 @@
 //! read-only by every episode.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -46,6 +46,9 @@ pub struct Composite {
     /// With tool search or retrieval: the tools visible before anything is surfaced,
     /// in tool-list order.
     initial: Option<Vec<String>>,
+    /// What every part shows up front, and the top-level tool that reaches each such
+    /// address (made at the first use: every episode starts from it).
+    base: OnceLock<(State, HashMap<Address, Option<String>>)>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -189,6 +192,7 @@ impl Composite {
             catalog_text,
             request_tools: Default::default(),
             initial,
+            base: OnceLock::new(),
         })
     }
 
@@ -297,6 +301,22 @@ impl Composite {
 
     /// What every part shows up front, before anything is held back.
     fn base_state(&self) -> State {
+        self.base().0.clone()
+    }
+
+    fn base(&self) -> &(State, HashMap<Address, Option<String>>) {
+        self.base.get_or_init(|| {
+            let st = self.up_front();
+            let tops = st
+                .shown
+                .iter()
+                .map(|a| (a.clone(), self.top_level_tool_of(a)))
+                .collect();
+            (st, tops)
+        })
+    }
+
+    fn up_front(&self) -> State {
         let mut st = State::default();
         for p in &self.parts {
             for a in p.shown_up_front() {
@@ -424,7 +444,7 @@ impl Composite {
     /// Addresses of definitions that are loaded directly as tools are "shown" only while
     /// their tool is active; recompute after the active set changes.
     fn mark_active_shown(&self, state: &mut State) {
-        let fresh = self.base_state();
+        let (fresh, tops) = self.base();
         let active = state.active.clone();
         let mut shown: HashSet<Address> = state
             .shown
@@ -432,13 +452,13 @@ impl Composite {
             .filter(|a| !fresh.shown.contains(a))
             .cloned()
             .collect();
-        for a in fresh.shown {
-            let tool = self.top_level_tool_of(&a);
+        for a in &fresh.shown {
+            let tool = &tops[a];
             if active
                 .as_ref()
                 .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t)))
             {
-                shown.insert(a);
+                shown.insert(a.clone());
             }
         }
         state.shown = shown;

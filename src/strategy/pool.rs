@@ -6,7 +6,7 @@
 //! `tool_search` tool that searches them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -46,6 +46,8 @@ pub struct Pool {
     settings: SearchSettings,
     search: ToolDef,
     templates: Arc<Templates>,
+    /// Per tool: its words, rarest in the pool first (made at the first use).
+    rare: OnceLock<Vec<Vec<String>>>,
 }
 
 impl Pool {
@@ -125,6 +127,7 @@ impl Pool {
             settings: settings.clone(),
             search,
             templates: templates.clone(),
+            rare: OnceLock::new(),
         })
     }
 
@@ -284,6 +287,32 @@ impl Pool {
         ))
     }
 
+    /// Per tool, its distinct words ordered by how many pool tools hold them, then
+    /// alphabetically: made once per pool, not per search.
+    fn rare_words(&self) -> &Vec<Vec<String>> {
+        self.rare.get_or_init(|| {
+            let tokenized: Vec<std::collections::HashSet<String>> = self
+                .docs
+                .iter()
+                .map(|d| bm25::tokenize(d).into_iter().collect())
+                .collect();
+            let mut df: HashMap<&str, usize> = HashMap::new();
+            for d in &tokenized {
+                for w in d {
+                    *df.entry(w.as_str()).or_default() += 1;
+                }
+            }
+            tokenized
+                .iter()
+                .map(|d| {
+                    let mut own: Vec<String> = d.iter().cloned().collect();
+                    own.sort_by(|a, b| (df[a.as_str()], a).cmp(&(df[b.as_str()], b)));
+                    own
+                })
+                .collect()
+        })
+    }
+
     /// A query whose search returns `tool`: for regex its exact name; for BM25 the
     /// first that works of its name's words, its name and first sentence, its name
     /// with its 3, 6 or 12 rarest words in the pool, and its whole text.
@@ -297,18 +326,7 @@ impl Pool {
             words.clone(),
             format!("{words} {}", first_sentence(&self.tools[i].description)),
         ];
-        let tokenized: Vec<std::collections::HashSet<String>> = self
-            .docs
-            .iter()
-            .map(|d| bm25::tokenize(d).into_iter().collect())
-            .collect();
-        let mut own: Vec<&String> = tokenized[i].iter().collect();
-        own.sort_by_key(|w| {
-            (
-                tokenized.iter().filter(|d| d.contains(*w)).count(),
-                (*w).clone(),
-            )
-        });
+        let own = &self.rare_words()[i];
         for n in [3, 6, 12] {
             let rare: Vec<&str> = own.iter().take(n).map(|w| w.as_str()).collect();
             candidates.push(format!("{words} {}", rare.join(" ")));
