@@ -8,7 +8,8 @@ corruptions, and BFCL's own checker's verdicts on them.
         format for function-calling models (`{"id", "result"}` per line, `result` a list
         of `{name: "arguments as JSON"}` or text), with a `variant` field naming how
         the line was made. With --every N only every N-th entry of each category is
-        used, and those entries are copied to OUT/data/ in BFCL's layout so that
+        used, and each entry that makes a kind of output that no entry before it
+        in the sample makes; those entries are copied to OUT/data/ in BFCL's layout so that
         `discbench import bfcl --data OUT/data` converts exactly them.
 
     agreement.py compare OUT DISCBENCH
@@ -285,6 +286,27 @@ def relevance_variants(entry, rng):
     ]
 
 
+def variants_of(e, answers, relevance, underscore):
+    rng = random.Random(zlib.crc32(f"{e['id']}/{'underscore' if underscore else 'dot'}".encode()))
+    if relevance:
+        return relevance_variants(e, rng)
+    return ast_variants(e, answers[e["id"]]["ground_truth"], rng, underscore)
+
+
+def sample(entries, answers, relevance, every):
+    """Every `every`-th entry, and each entry that makes a kind of output none of
+    the entries before it in the sample makes (so that every kind is in it)."""
+    if every == 1:
+        return entries
+    chosen, seen = [], set()
+    for i, e in enumerate(entries):
+        kinds = {v for v, _ in variants_of(e, answers, relevance, True)}
+        if i % every == 0 or kinds - seen:
+            chosen.append(e)
+            seen |= kinds
+    return chosen
+
+
 def generate(data, out, every):
     if data == "installed":
         data = installed_data()
@@ -295,7 +317,7 @@ def generate(data, out, every):
         entries = read_lines(qfile)
         relevance = "irrelevance" in category
         answers = {} if relevance else {a["id"]: a for a in read_lines(data / "possible_answer" / qfile.name)}
-        chosen = [e for i, e in enumerate(entries) if i % every == 0]
+        chosen = sample(entries, answers, relevance, every)
         if every > 1:
             write_lines(out / "data" / qfile.name, chosen)
             if not relevance:
@@ -303,11 +325,7 @@ def generate(data, out, every):
         for model, underscore in MODELS.items():
             rows = []
             for e in chosen:
-                rng = random.Random(zlib.crc32(f"{e['id']}/{model}".encode()))
-                if relevance:
-                    variants = relevance_variants(e, rng)
-                else:
-                    variants = ast_variants(e, answers[e["id"]]["ground_truth"], rng, underscore)
+                variants = variants_of(e, answers, relevance, underscore)
                 for variant, calls in variants:
                     result = calls if isinstance(calls, str) else fc(calls, underscore)
                     rows.append({"id": e["id"], "variant": variant, "result": result})
