@@ -515,4 +515,101 @@ mod tests {
         assert_eq!(default_compare("repo_path", None), Compare::Exact);
         assert_eq!(default_compare("query", None), Compare::Standard);
     }
+
+    #[test]
+    fn bfcl_checker_rules_and_quirks() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"type": "integer"},
+            "x": {"type": "number", "format": "float"},
+            "city": {"type": "string"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "pts": {"type": "array", "items": {"type": "number"}},
+            "opts": {"type": "object"},
+            "rows": {"type": "array", "items": {"type": "object"}},
+            "unit": {"type": "string"}
+        }, "required": ["n"]});
+        let acc = |v: Value| -> BTreeMap<String, Vec<Value>> {
+            v.as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_array().unwrap().clone()))
+                .collect()
+        };
+        let ok = |a: &BTreeMap<String, Vec<Value>>, args: Value| {
+            bfcl_check_call(&schema, a, &args).is_ok()
+        };
+        let a = acc(json!({"n": [5], "x": [2.0], "city": ["New York, NY"], "unit": ["", "cm"]}));
+        assert!(ok(&a, json!({"n": 5, "x": 2.0, "city": "new york ny"})));
+        // An int for a float; a float or a bool for an int is a wrong type.
+        assert!(ok(&a, json!({"n": 5, "x": 2, "city": "New York, NY"})));
+        assert!(!ok(&a, json!({"n": 5.0, "x": 2.0, "city": "New York, NY"})));
+        assert!(!ok(
+            &a,
+            json!({"n": true, "x": 2.0, "city": "New York, NY"})
+        ));
+        // Missing required; a parameter of the schema the answer does not name.
+        assert!(!ok(&a, json!({"x": 2.0, "city": "New York, NY"})));
+        assert!(!ok(
+            &a,
+            json!({"n": 5, "x": 2.0, "city": "New York, NY", "tags": ["a"]})
+        ));
+        // Left out: only where the answer holds "".
+        assert!(!ok(&a, json!({"n": 5, "city": "New York, NY"})));
+        assert!(ok(
+            &a,
+            json!({"n": 5, "x": 2.0, "city": "New York, NY", "unit": "CM"})
+        ));
+        // BFCL's "variable" case: a value of the answer's type, not the declared one.
+        let v = acc(json!({"n": ["count"]}));
+        assert!(ok(&v, json!({"n": "count"})));
+        assert!(
+            !ok(&v, json!({"n": "Count"})),
+            "a variable is compared exactly"
+        );
+        // Lists: strings standardized one level deep; item types checked.
+        let l = acc(json!({"n": [1], "tags": [["Red Wine", "beer"]], "pts": [[1.0, 2.5]]}));
+        assert!(ok(
+            &l,
+            json!({"n": 1, "tags": ["red-wine", "BEER"], "pts": [1.0, 2.5]})
+        ));
+        assert!(!ok(
+            &l,
+            json!({"n": 1, "tags": ["beer", "red wine"], "pts": [1.0, 2.5]})
+        ));
+        assert!(
+            !ok(
+                &l,
+                json!({"n": 1, "tags": ["red wine", "beer"], "pts": [1, 2.5]})
+            ),
+            "no int → float inside lists"
+        );
+        // Dicts: keys from the answer, values from their lists; a list of dicts in order.
+        let d = acc(
+            json!({"n": [1], "opts": [{"size": ["large", "L"], "milk": ["", "oat"]}],
+                           "rows": [[{"a": [1]}, {"a": [2]}]]}),
+        );
+        assert!(ok(
+            &d,
+            json!({"n": 1, "opts": {"size": "LARGE"}, "rows": [{"a": 1}, {"a": 2}]})
+        ));
+        assert!(!ok(
+            &d,
+            json!({"n": 1, "opts": {"milk": "oat"}, "rows": [{"a": 1}, {"a": 2}]})
+        ));
+        assert!(!ok(
+            &d,
+            json!({"n": 1, "opts": {"size": "L", "x": 1}, "rows": [{"a": 1}, {"a": 2}]})
+        ));
+        assert!(!ok(
+            &d,
+            json!({"n": 1, "opts": {"size": "L"}, "rows": [{"a": 2}, {"a": 1}]})
+        ));
+        // The example call is built from the answer and passes.
+        let call = bfcl_example_call(&schema, &d).unwrap();
+        assert_eq!(
+            call,
+            json!({"n": 1, "opts": {"size": "large", "milk": "oat"}, "rows": [{"a": 1}, {"a": 2}]})
+        );
+        assert!(bfcl_example_call(&schema, &acc(json!({"n": [""]}))).is_err());
+    }
 }

@@ -177,7 +177,7 @@ fn the_committed_sample_agrees_with_bfcls_verdicts() {
         scen.to_str().unwrap(),
     ]);
     assert!(printed.contains("simple_python"), "{printed}");
-    let scenarios = scenario::load_all(&[scen.clone()]).unwrap();
+    let scenarios = scenario::load_all(std::slice::from_ref(&scen)).unwrap();
     assert_eq!(scenarios.len(), 10, "one scenario per category");
     let a = agreement(&scenarios, &root().join("fixtures/bfcl"));
     eprintln!("{}", a.table());
@@ -348,5 +348,59 @@ fn discbench_agrees_with_bfcls_checker_on_every_entry() {
             a.disagreements.iter().any(|d| d.0 == id && d.1 == variant),
             "{id} ({variant}) no longer disagrees: update KNOWN and the README"
         );
+    }
+}
+
+/// The imported sample runs: each query sees only its own entry's functions (its
+/// scope), and the oracle — the shortest route through each strategy's protocol — is
+/// exact on every query, so every converted expectation is reachable.
+#[test]
+fn imported_scenarios_run_with_each_query_scoped_to_its_entry() {
+    let out = tmp("bfcl-run");
+    let scen = out.join("scenarios");
+    discbench(&[
+        "import",
+        "bfcl",
+        "--data",
+        "fixtures/bfcl/data",
+        "--out",
+        scen.to_str().unwrap(),
+    ]);
+    let runs = out.join("runs");
+    discbench(&[
+        "run",
+        scen.to_str().unwrap(),
+        "--model",
+        "oracle",
+        "--mode",
+        "legacy",
+        "--mode",
+        "progressive",
+        "--mode",
+        "tool-search",
+        "--out",
+        runs.to_str().unwrap(),
+        "--run-id",
+        "bfcl",
+        "--no-progress",
+    ]);
+    let scenarios = scenario::load_all(std::slice::from_ref(&scen)).unwrap();
+    let functions: BTreeMap<String, usize> = scenarios
+        .iter()
+        .flat_map(|s| s.catalog.mcp_servers.iter())
+        .map(|s| (s.name.clone(), s.tools.len()))
+        .collect();
+    let queries: usize = scenarios.iter().map(|s| s.queries.len()).sum();
+    let outcomes = lines(&runs.join("bfcl/outcomes.jsonl"));
+    assert_eq!(outcomes.len(), 3 * queries);
+    for o in &outcomes {
+        let id = o["query_id"].as_str().unwrap();
+        assert_eq!(
+            o["catalog_size"].as_u64().unwrap() as usize,
+            functions[id],
+            "{id}: the catalog is the entry's own functions"
+        );
+        assert_eq!(o["score"]["exact"], true, "{id} under {}", o["mode"]);
+        assert_ne!(o["score"]["args_ok"], false, "{id} under {}", o["mode"]);
     }
 }

@@ -3,7 +3,7 @@
 //! verdict on request.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::args::ScoreBfclArgs;
 use super::failure::{io, Failure};
@@ -13,12 +13,12 @@ use crate::exit;
 use crate::scenario;
 
 /// Result files under a path: the file, or every `*.json` below a directory.
-fn result_files(p: &PathBuf) -> Vec<PathBuf> {
+fn result_files(p: &Path) -> Vec<PathBuf> {
     if !p.is_dir() {
-        return vec![p.clone()];
+        return vec![p.to_path_buf()];
     }
     let mut out = Vec::new();
-    let mut stack = vec![p.clone()];
+    let mut stack = vec![p.to_path_buf()];
     while let Some(d) = stack.pop() {
         let Ok(rd) = std::fs::read_dir(&d) else {
             continue;

@@ -464,9 +464,12 @@ impl Checker {
                     .chain(allow.iter().map(|a| &a.address))
                     .find(|a| !scope.contains(&a.resource()));
                 if let Some(a) = outside {
-                    self.err(
+                    let a = a.to_string();
+                    self.err_at(
                         file,
                         &format!("{p}.scope"),
+                        &a,
+                        1,
                         format!("`{a}` is expected or allowed, but outside this query's scope"),
                     );
                 }
