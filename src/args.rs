@@ -350,6 +350,11 @@ pub fn bfcl_example_call(
             None if pass(&Value::String(String::new())) => {
                 call.insert(p.clone(), Value::String(String::new()));
             }
+            None if vals.is_empty() => {
+                return Err(format!(
+                    "the answer accepts no value of `{p}` (its list is empty)"
+                ))
+            }
             None => return Err(format!("no accepted value of `{p}` passes BFCL's checks")),
         }
     }
