@@ -302,8 +302,9 @@ fn entry(
                         "the answer requires `{fname}.{p}`, which `{fname}` does not take: every output is wrong"
                     ));
                 }
-                let t = raw_props[p]
-                    .get("type")
+                let t = raw_props
+                    .get(p)
+                    .and_then(|x| x.get("type"))
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 if !CHECKER_TYPES.contains(&t) {
@@ -317,7 +318,7 @@ fn entry(
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_array().cloned().unwrap_or_default()))
                 .collect();
-            satisfiable(schema, &accepted).map_err(|e| {
+            bfcl_example_call(schema, &accepted).map_err(|e| {
                 format!("no call of `{fname}` satisfies the answer as written: {e}")
             })?;
             expected.push(json!({
@@ -489,15 +490,6 @@ fn question(q: &Value) -> Result<(String, Option<String>), String> {
     Ok((text, instructions))
 }
 
-/// A call that BFCL's checker accepts for this answer, built from the answer's own
-/// values ([`bfcl_example_call`]); the error says which parameter has none.
-pub fn satisfiable(
-    schema: &Value,
-    accepted: &BTreeMap<String, Vec<Value>>,
-) -> Result<Value, String> {
-    bfcl_example_call(schema, accepted)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -542,7 +534,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            satisfiable(
+            bfcl_example_call(
                 &schema,
                 &acc(&[("n", json!([5])), ("unit", json!(["cm", ""]))])
             )
@@ -551,9 +543,9 @@ mod tests {
         );
         // A required parameter the answer does not name: giving it is "unexpected",
         // leaving it out is "missing".
-        assert!(satisfiable(&schema, &acc(&[("unit", json!(["cm"]))])).is_err());
+        assert!(bfcl_example_call(&schema, &acc(&[("unit", json!(["cm"]))])).is_err());
         // A required integer that may only be left out.
-        let e = satisfiable(&schema, &acc(&[("n", json!([""]))])).unwrap_err();
+        let e = bfcl_example_call(&schema, &acc(&[("n", json!([""]))])).unwrap_err();
         assert!(e.contains("`n`"), "{e}");
     }
 }
