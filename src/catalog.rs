@@ -247,6 +247,75 @@ impl<'de> Deserialize<'de> for Address {
     }
 }
 
+/// One resource of a catalog, by kind and name — what a query's `scope` names:
+/// `skill:<name>`, `connector:<name>`, `database:<name>`, `mcp:<server>` or
+/// `builtin:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Resource {
+    Skill(String),
+    Connector(String),
+    Database(String),
+    Mcp(String),
+    Builtin(String),
+}
+
+impl fmt::Display for Resource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Resource::Skill(n) => write!(f, "skill:{n}"),
+            Resource::Connector(n) => write!(f, "connector:{n}"),
+            Resource::Database(n) => write!(f, "database:{n}"),
+            Resource::Mcp(n) => write!(f, "mcp:{n}"),
+            Resource::Builtin(n) => write!(f, "builtin:{n}"),
+        }
+    }
+}
+
+impl FromStr for Resource {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            format!(
+                "`{s}` is not a resource; use skill:<name>, connector:<name>, database:<name>, \
+                 mcp:<server> or builtin:<name>"
+            )
+        };
+        let (scheme, name) = s.split_once(':').ok_or_else(bad)?;
+        if name.is_empty() {
+            return Err(bad());
+        }
+        let name = name.to_string();
+        Ok(match scheme {
+            "skill" => Resource::Skill(name),
+            "connector" => Resource::Connector(name),
+            "database" => Resource::Database(name),
+            "mcp" => Resource::Mcp(name),
+            "builtin" => Resource::Builtin(name),
+            _ => return Err(bad()),
+        })
+    }
+}
+
+impl Serialize for Resource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl Address {
+    /// The resource this address belongs to.
+    pub fn resource(&self) -> Resource {
+        match self {
+            Address::Skill(n) => Resource::Skill(n.clone()),
+            Address::Connector(c, _) => Resource::Connector(c.clone()),
+            Address::Database(d) => Resource::Database(d.clone()),
+            Address::Mcp(s, _) => Resource::Mcp(s.clone()),
+            Address::Builtin(n) => Resource::Builtin(n.clone()),
+        }
+    }
+}
+
 /// What an address points at, with the JSON Schema of its arguments.
 pub enum Target<'a> {
     Skill(&'a Skill),
@@ -342,6 +411,49 @@ impl Catalog {
                 .map(|b| Address::Builtin(b.name.clone())),
         );
         out
+    }
+
+    /// Whether the catalog holds this resource.
+    pub fn has_resource(&self, r: &Resource) -> bool {
+        match r {
+            Resource::Skill(n) => self.skill(n).is_some(),
+            Resource::Connector(n) => self.connector(n).is_some(),
+            Resource::Database(n) => self.database(n).is_some(),
+            Resource::Mcp(n) => self.mcp_server(n).is_some(),
+            Resource::Builtin(n) => self.builtins.iter().any(|b| &b.name == n),
+        }
+    }
+
+    /// The part of the catalog a query's `scope` names, in catalog order (fixture
+    /// responses for what is left).
+    pub fn scoped(&self, scope: &[Resource]) -> Catalog {
+        let has = |r: Resource| scope.contains(&r);
+        Catalog {
+            skills: (self.skills.iter())
+                .filter(|s| has(Resource::Skill(s.name.clone())))
+                .cloned()
+                .collect(),
+            connectors: (self.connectors.iter())
+                .filter(|c| has(Resource::Connector(c.name.clone())))
+                .cloned()
+                .collect(),
+            databases: (self.databases.iter())
+                .filter(|d| has(Resource::Database(d.name.clone())))
+                .cloned()
+                .collect(),
+            mcp_servers: (self.mcp_servers.iter())
+                .filter(|s| has(Resource::Mcp(s.name.clone())))
+                .cloned()
+                .collect(),
+            builtins: (self.builtins.iter())
+                .filter(|b| has(Resource::Builtin(b.name.clone())))
+                .cloned()
+                .collect(),
+            responses: (self.responses.iter())
+                .filter(|r| scope.contains(&r.address.resource()))
+                .cloned()
+                .collect(),
+        }
     }
 
     pub fn has(&self, kind: Kind) -> bool {

@@ -22,6 +22,7 @@
 //! runner
 //! model
 //! record
+//! bfcl
 //! score
 //! strategy
 //! scenario
@@ -40,6 +41,8 @@
 //!   strategy's protocol and the expectation.
 //! - `record` is the versioned outcome format: it holds scores, ledgers and protocol
 //!   settings, so it sits above what it stores.
+//! - `bfcl` converts the Berkeley Function Calling Leaderboard's data into scenarios
+//!   and judges outputs in its result format with `score`.
 //! - `score` judges an episode's calls against its query's expectation.
 //! - `strategy` renders a catalog under a mode and answers the model's calls.
 //! - `scenario` loads and validates the scenario format; it knows catalogs, the
@@ -52,6 +55,7 @@
 
 pub mod analysis;
 pub mod args;
+pub mod bfcl;
 pub mod bm25;
 pub mod catalog;
 pub mod cli;

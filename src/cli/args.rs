@@ -30,6 +30,30 @@ pub enum Command {
     Compare(CompareArgs),
     /// Join the run directories of shards (`run --shard K/N`) into one run.
     Merge(MergeArgs),
+    /// Convert another benchmark's data into scenarios (`import bfcl`).
+    Import(super::import::ImportArgs),
+    /// Judge model outputs in BFCL's result format on scenarios made by `import bfcl`,
+    /// with discbench's scoring.
+    ScoreBfcl(ScoreBfclArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ScoreBfclArgs {
+    /// BFCL result files (JSON lines of `{"id", "result"}`, function-calling format), or
+    /// directories holding them.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// The scenarios `import bfcl` wrote (a directory or one file).
+    #[arg(long, default_value = "scenarios/bfcl")]
+    pub scenarios: PathBuf,
+    /// The model's dotted function names were sent with `_` for `.` (BFCL's
+    /// `underscore_to_dot`, set for OpenAI, Mistral and Google function-calling models).
+    #[arg(long)]
+    pub underscore_to_dot: bool,
+    /// Write every verdict here, one JSON line each (`id`, `scenario`, `line`, `file`,
+    /// `valid`, `reason`).
+    #[arg(long, value_name = "FILE")]
+    pub verdicts: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

@@ -7,9 +7,12 @@ mod compare_cmd;
 pub mod config;
 pub mod environment;
 pub mod failure;
+pub mod import;
+mod import_bfcl;
 mod merge;
 mod report_cmd;
 mod run;
+mod score_bfcl;
 mod tokens;
 mod validate;
 
@@ -31,5 +34,7 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Report(a) => report_cmd::report(a, out),
         Command::Compare(a) => compare_cmd::compare(a, out),
         Command::Merge(a) => merge::merge(a, out),
+        Command::Import(a) => import::import(a, out),
+        Command::ScoreBfcl(a) => score_bfcl::score_bfcl(a, out),
     }
 }

@@ -48,6 +48,14 @@ pub fn tokens_report(
         "scenario", "mode", "tools", "system", "tool_defs", "total"
     );
     for sc in scenarios {
+        if sc.queries.iter().any(|q| !q.scope.is_empty()) {
+            let _ = writeln!(
+                s,
+                "({}: its queries have their own scope; the rows below render the whole \
+                 catalog — each query's first turn is in a run's outcomes)",
+                sc.name
+            );
+        }
         for m in modes {
             let mode = m.with_overrides(&sc.agent.modes);
             let comp = Composite::new(

@@ -51,6 +51,16 @@ pub fn oracle_args(target: &ExpectedCall, protocol: &Composite) -> Value {
             .unwrap_or_else(|| "SELECT name FROM sqlite_master LIMIT 1".into());
         return json!({"sql": sql});
     }
+    let catalog_schema = protocol.catalog_schema(&target.address);
+    if target.bfcl {
+        // BFCL's answers hold dicts of accepted lists: send one call its checker takes.
+        if let Ok(call) = crate::args::bfcl_example_call(
+            catalog_schema.as_ref().unwrap_or(&json!({})),
+            &target.args,
+        ) {
+            return call;
+        }
+    }
     let given: Map<String, Value> = target
         .args
         .iter()
@@ -60,7 +70,6 @@ pub fn oracle_args(target: &ExpectedCall, protocol: &Composite) -> Value {
                 .map(|v| (k.clone(), v.clone()))
         })
         .collect();
-    let catalog_schema = protocol.catalog_schema(&target.address);
     fill_required(&catalog_schema.unwrap_or(json!({})), &given)
 }
 

@@ -443,7 +443,7 @@ impl Episode<'_> {
             model: self.key.model.clone(),
             repeat: self.key.repeat,
             tokenizer: c.encoding().as_str().to_string(),
-            catalog_size: self.scenario.catalog.addresses().len(),
+            catalog_size: unit.catalog_size,
             expected: expect_json(&query.expect),
             expected_ref: None,
             calls,

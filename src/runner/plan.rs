@@ -1,6 +1,7 @@
 //! The plan: built once before anything runs. Each scenario × mode is rendered once
 //! into a [`Unit`] (its composite and the token counts of its first-turn texts) and
-//! shared read-only by all of its episodes; each scenario's databases are seeded
+//! shared read-only by all of its episodes — once per distinct view when queries
+//! carry their own `scope` or `instructions`; each scenario's databases are seeded
 //! once; the work items are listed in a fixed order (scenario, mode, model, repeat,
 //! query) and keyed by [`OutcomeKey`].
 
@@ -8,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::config::RunConfig;
+use crate::catalog::{Catalog, Resource};
 use crate::environment::Databases;
 use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
 use crate::record::OutcomeKey;
@@ -31,9 +33,12 @@ pub enum PlanError {
     },
 }
 
-/// One scenario × mode, rendered.
+/// One scenario × mode, rendered (for the queries that share one scope and one set
+/// of instructions).
 pub struct Unit {
     pub scenario: usize,
+    /// How many addresses the rendered catalog holds (the query's scope).
+    pub catalog_size: usize,
     /// The mode label as asked for (outcomes carry it).
     pub mode_label: String,
     pub composite: Arc<Composite>,
@@ -89,42 +94,66 @@ impl Plan {
                 scenario: Arc::new(sc.clone()),
                 databases: Arc::new(databases),
             });
+            // Each distinct view (scope, instructions) of the scenario's catalog, and
+            // its catalog: the whole one, shared, when a query names no scope.
+            let mut views: Vec<(&[Resource], Option<String>)> = Vec::new();
+            let view_of: Vec<usize> = sc
+                .queries
+                .iter()
+                .map(|q| {
+                    let v = (q.scope.as_slice(), q.instructions(&sc.agent));
+                    views.iter().position(|x| *x == v).unwrap_or_else(|| {
+                        views.push(v);
+                        views.len() - 1
+                    })
+                })
+                .collect();
+            let catalogs: Vec<Arc<Catalog>> = views
+                .iter()
+                .map(|(scope, _)| match scope.is_empty() {
+                    true => sc.catalog.clone(),
+                    false => Arc::new(sc.catalog.scoped(scope)),
+                })
+                .collect();
             for requested in &cfg.modes {
                 let mode = requested.with_overrides(&sc.agent.modes);
-                let composite = Composite::new(
-                    &sc.catalog,
-                    sc.agent.instructions.as_deref(),
-                    mode,
-                    &cfg.templates,
-                    cfg.protocol,
-                )
-                .and_then(|c| c.check_templates().map(|_| c))
-                .map_err(|source| PlanError::Template {
-                    scenario: sc.name.clone(),
-                    mode: requested.label.clone(),
-                    source,
-                })?;
-                let tool_texts = composite
-                    .all_tools()
-                    .iter()
-                    .map(|t| {
-                        let text = t.wire_json();
-                        (t.name.clone(), (counter.count(&text), text))
-                    })
-                    .collect();
-                let unit = units.len();
-                units.push(Arc::new(Unit {
-                    scenario: s,
-                    mode_label: requested.label.clone(),
-                    system_tokens: counter.count(composite.system()),
-                    composite: Arc::new(composite),
-                    max_turns: sc
-                        .agent
-                        .max_turns
-                        .map(|t| t as usize)
-                        .unwrap_or(cfg.max_turns),
-                    tool_texts,
-                }));
+                let first_unit = units.len();
+                for ((_, instructions), catalog) in views.iter().zip(&catalogs) {
+                    let composite = Composite::new(
+                        catalog,
+                        instructions.as_deref(),
+                        mode.clone(),
+                        &cfg.templates,
+                        cfg.protocol,
+                    )
+                    .and_then(|c| c.check_templates().map(|_| c))
+                    .map_err(|source| PlanError::Template {
+                        scenario: sc.name.clone(),
+                        mode: requested.label.clone(),
+                        source,
+                    })?;
+                    let tool_texts = composite
+                        .all_tools()
+                        .iter()
+                        .map(|t| {
+                            let text = t.wire_json();
+                            (t.name.clone(), (counter.count(&text), text))
+                        })
+                        .collect();
+                    units.push(Arc::new(Unit {
+                        scenario: s,
+                        catalog_size: catalog.addresses().len(),
+                        mode_label: requested.label.clone(),
+                        system_tokens: counter.count(composite.system()),
+                        composite: Arc::new(composite),
+                        max_turns: sc
+                            .agent
+                            .max_turns
+                            .map(|t| t as usize)
+                            .unwrap_or(cfg.max_turns),
+                        tool_texts,
+                    }));
+                }
                 for (m, model) in cfg.models.iter().enumerate() {
                     for r in 0..cfg.repeat {
                         for (q, query) in sc.queries.iter().enumerate() {
@@ -136,7 +165,7 @@ impl Plan {
                                     model: model.clone(),
                                     repeat: r,
                                 },
-                                unit,
+                                unit: first_unit + view_of[q],
                                 query: q,
                                 model: m,
                                 repeat: r,

@@ -13,7 +13,7 @@ use super::expect::{Allowed, Compare, Expect, ExpectedCall, Step};
 use super::raw::{RawQuery, RawResponse, RawToolDocs};
 use super::types::Query;
 use crate::args::schema_errors;
-use crate::catalog::{Address, Catalog, FixtureResponse, RESERVED_TOOL_NAMES};
+use crate::catalog::{Address, Catalog, FixtureResponse, Resource, RESERVED_TOOL_NAMES};
 use crate::environment::Databases;
 use crate::error::{InputError, InputErrors};
 
@@ -436,15 +436,59 @@ impl Checker {
                     forbid.push(a);
                 }
             }
+            let mut scope: Vec<Resource> = Vec::new();
+            for (j, s) in q.scope.iter().flatten().enumerate() {
+                let at = format!("{p}.scope[{j}]");
+                match s.parse::<Resource>() {
+                    Err(e) => self.err_at(file, &at, s, 1, e),
+                    Ok(r) if !cat.has_resource(&r) => {
+                        self.err_at(file, &at, s, 1, format!("`{r}` is not in the catalog"))
+                    }
+                    Ok(r) if scope.contains(&r) => {
+                        self.err(file, &at, format!("`{r}` is named twice"))
+                    }
+                    Ok(r) => scope.push(r),
+                }
+            }
+            if q.scope.as_ref().is_some_and(Vec::is_empty) {
+                self.err(
+                    file,
+                    &format!("{p}.scope"),
+                    "an empty scope gives the agent nothing; leave it out for the whole catalog",
+                );
+            }
+            if !scope.is_empty() {
+                let outside = steps
+                    .iter()
+                    .flat_map(|s| s.alternatives.iter().map(|c| &c.address))
+                    .chain(allow.iter().map(|a| &a.address))
+                    .find(|a| !scope.contains(&a.resource()));
+                if let Some(a) = outside {
+                    let a = a.to_string();
+                    self.err_at(
+                        file,
+                        &format!("{p}.scope"),
+                        &a,
+                        1,
+                        format!("`{a}` is expected or allowed, but outside this query's scope"),
+                    );
+                }
+            }
+            if q.instructions.as_ref().is_some_and(|s| s.trim().is_empty()) {
+                self.err(file, &format!("{p}.instructions"), "must not be empty");
+            }
             out.push(Query {
                 id: q.id,
                 text: q.text,
+                scope,
+                instructions: q.instructions,
                 expect: Expect {
                     calls: steps,
                     allow,
                     order: e.order,
                     before,
                     forbid,
+                    exhaustive: e.exhaustive,
                 },
                 tags: q.tags,
             });
@@ -717,8 +761,10 @@ impl Checker {
                 let ordered = flag("ordered")?;
                 let extra_columns = flag("extra_columns")?;
                 let mut compare = BTreeMap::new();
+                let mut bfcl = false;
                 match o.get("compare") {
                     None | Some(Value::Null) => {}
+                    Some(Value::String(s)) if s == "bfcl" => bfcl = true,
                     Some(Value::Object(m)) => {
                         let props = cat.schema_of(&address);
                         for (k, v) in m {
@@ -754,7 +800,7 @@ impl Checker {
                         self.err(
                             file,
                             &format!("{path}.compare"),
-                            "compare maps parameters to exact or standard",
+                            "compare maps parameters to exact or standard, or is `bfcl` (the whole call judged as BFCL's checker judges it)",
                         );
                         return None;
                     }
@@ -769,6 +815,7 @@ impl Checker {
                     ordered,
                     extra_columns,
                     compare,
+                    bfcl,
                 })
             }
             _ => {

@@ -4,8 +4,8 @@
 //! alternatives, optionally more than once), calls that are allowed but never
 //! required, ordering (all-or-nothing `sequence`, or `before` pairs between step ids)
 //! and forbidden addresses. An expectation that uses none of the keys added in format
-//! v2 (`allow`, `any_of`, `id`, `count`, `before`) is *classic* and is scored exactly
-//! as before they existed ([`Expect::is_classic`]).
+//! v2 (`allow`, `any_of`, `id`, `count`, `before`, `exhaustive`) is *classic* and is
+//! scored exactly as before they existed ([`Expect::is_classic`]).
 
 use std::collections::BTreeMap;
 
@@ -37,6 +37,11 @@ pub struct ExpectedCall {
     /// Per-parameter comparison, overriding the default for that parameter.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub compare: BTreeMap<String, Compare>,
+    /// `compare: bfcl`: the whole call judged as BFCL's AST checker judges it
+    /// ([`crate::args::bfcl_check_call`]): every parameter given must be named in
+    /// `args`, and values are compared by BFCL's rules for their declared type.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub bfcl: bool,
 }
 
 impl ExpectedCall {
@@ -48,6 +53,7 @@ impl ExpectedCall {
             ordered: false,
             extra_columns: false,
             compare: BTreeMap::new(),
+            bfcl: false,
         }
     }
 }
@@ -129,6 +135,11 @@ pub struct Expect {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub before: Vec<(String, String)>,
     pub forbid: Vec<Address>,
+    /// The listed calls are all the calls: an executed call beyond the steps'
+    /// instances (and not explained by `allow`) makes the result inexact, as BFCL
+    /// counts a wrong number of calls.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub exhaustive: bool,
 }
 
 impl Expect {
@@ -137,6 +148,7 @@ impl Expect {
     pub fn is_classic(&self) -> bool {
         self.allow.is_empty()
             && self.before.is_empty()
+            && !self.exhaustive
             && self
                 .calls
                 .iter()

@@ -259,12 +259,20 @@ pub struct RawQuery {
     pub expect: RawExpect,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Resources this query's agent is given (`mcp:<server>`, `connector:<name>`, …);
+    /// absent: the whole catalog.
+    #[serde(default)]
+    pub scope: Option<Vec<String>>,
+    /// Instructions of this query's own, after the scenario's.
+    #[serde(default)]
+    pub instructions: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawExpect {
     /// Strings, `{address, args?, sql?, ordered?, extra_columns?, compare?, id?, count?}`
+    /// (`compare`: a mapping parameter → `exact`|`standard`, or `bfcl` for the call)
     /// or `{id?, any_of: [...], count?}` objects; parsed by hand for clearer errors.
     pub calls: Vec<Value>,
     /// Permitted, never required: strings or `{address, args?}`.
@@ -277,6 +285,9 @@ pub struct RawExpect {
     pub before: Vec<Vec<String>>,
     #[serde(default)]
     pub forbid: Vec<String>,
+    /// No executed call beyond the listed ones (BFCL's count of calls).
+    #[serde(default)]
+    pub exhaustive: bool,
 }
 
 /// Whether the expected calls must happen in the listed order.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::expect::Expect;
-use crate::catalog::{Address, Catalog, Kind, Target};
+use crate::catalog::{Address, Catalog, Kind, Resource, Target};
 use crate::disclosure::Disclosure;
 
 /// A loaded, validated scenario.
@@ -40,6 +40,22 @@ pub struct Query {
     pub text: String,
     pub expect: Expect,
     pub tags: Vec<String>,
+    /// The resources this query's agent is given; empty: the whole catalog.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scope: Vec<Resource>,
+    /// Instructions of this query's own, after the scenario's (a system message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+impl Query {
+    /// The instructions this query's agent is given: the scenario's, then its own.
+    pub fn instructions(&self, agent: &Agent) -> Option<String> {
+        match (&agent.instructions, &self.instructions) {
+            (Some(a), Some(q)) => Some(format!("{a}\n\n{q}")),
+            (a, q) => a.clone().or_else(|| q.clone()),
+        }
+    }
 }
 
 /// What a data file holds, sniffed from its top-level keys.

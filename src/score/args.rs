@@ -7,18 +7,22 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::sql::sql_matches;
-use crate::args::{pinned_values_ok, Compare};
+use crate::args::{bfcl_check_call, pinned_values_ok, Compare};
 use crate::catalog::{Address, Catalog};
 use crate::environment::Databases;
 use crate::scenario::expect::ExpectedCall;
 
 /// Whether executed arguments satisfy an expected call: SQL by execution
-/// ([`super::sql::sql_matches`]), anything else by BFCL's checks.
+/// ([`super::sql::sql_matches`]), a `compare: bfcl` call by BFCL's own checker rule for
+/// rule ([`crate::args::bfcl_check_call`]), anything else by BFCL-style checks.
 pub fn call_matches(e: &ExpectedCall, args: &Value, catalog: &Catalog, dbs: &Databases) -> bool {
     if let (Address::Database(db), Some(sql)) = (&e.address, &e.sql) {
         return sql_matches(db, sql, e, args, dbs);
     }
     let schema = catalog.schema_of(&e.address).unwrap_or(Value::Null);
+    if e.bfcl {
+        return bfcl_check_call(&schema, &e.args, args).is_ok();
+    }
     bfcl_args_ok_with(&schema, &e.args, &e.compare, args)
 }
 

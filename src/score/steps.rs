@@ -28,7 +28,9 @@ const SEARCH_BUDGET: usize = 200_000;
 ///   explains are neutral (neither hit nor miss); the rest — and skills read too late —
 ///   are misses;
 /// - exact: every instance matched in one assignment that honours `order: sequence`
-///   (instances in listed order) and every `before` pair, with no miss;
+///   (instances in listed order) and every `before` pair, with no miss (and, when the
+///   expectation is `exhaustive`, no more executed calls than instances, allowed ones
+///   aside);
 /// - first call: the first predicted address is a hit or neutral;
 /// - args: one assignment covers every non-skill instance with arguments its
 ///   alternative accepts (BFCL checks; SQL by execution).
@@ -134,7 +136,11 @@ pub fn stepwise(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databas
     };
     let f1 = f1(precision, recall, matched, h + m == 0 && insts.is_empty());
 
+    // `exhaustive`: no executed call beyond the instances, allowed ones aside.
+    let counted_ok =
+        !expect.exhaustive || occ.iter().filter(|(a, _)| !allowed(a)).count() <= non_skill.len();
     let exact = misses.is_empty()
+        && counted_ok
         && skill_insts_met == insts.len() - non_skill.len()
         && ordered_assignment(expect, &insts, &cand, facts);
     let first_call_correct = match facts.predicted.first() {
