@@ -26,7 +26,7 @@
 //! strategy
 //! scenario
 //! environment
-//! ground: tokens, disclosure
+//! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
 //! ground: wire, hash, error, exit
 //! ```
@@ -48,7 +48,9 @@
 //! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
-//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone.
+//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone;
+//!   `mcp_client` lists what a real MCP server offers (`import mcp`) and imports
+//!   nothing of the crate.
 
 pub mod analysis;
 pub mod args;
@@ -60,6 +62,7 @@ pub mod environment;
 pub mod error;
 pub mod exit;
 pub mod hash;
+pub mod mcp_client;
 pub mod model;
 pub mod record;
 pub mod report;

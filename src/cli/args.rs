@@ -30,6 +30,45 @@ pub enum Command {
     Compare(CompareArgs),
     /// Join the run directories of shards (`run --shard K/N`) into one run.
     Merge(MergeArgs),
+    /// Make a catalog file from elsewhere (`import mcp -- COMMAND…`: a live MCP server).
+    Import(ImportArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    pub source: ImportSource,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ImportSource {
+    /// Start a real MCP server, list what it offers (tools, and resources, resource
+    /// templates and prompts where offered, every page), and write a catalog file
+    /// that scenarios include like the committed `*.tools.json`. Exit 2 when the
+    /// command cannot be started, 3 when the server fails, hangs or answers what is
+    /// not MCP (with the end of its stderr).
+    Mcp(ImportMcpArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ImportMcpArgs {
+    /// The server's name in scenarios (written as `serverInfo.name`) [default: the
+    /// name the server gives itself]
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where to write the catalog; `-` for standard output [default: NAME.tools.json]
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The protocol version asked for in `initialize` (the server answers with the
+    /// one it chose, which the catalog records).
+    #[arg(long, value_name = "VERSION", default_value = crate::mcp_client::DEFAULT_PROTOCOL_VERSION)]
+    pub protocol_version: String,
+    /// Seconds the server has, from its start to the last page listed.
+    #[arg(long, value_name = "SECONDS", default_value_t = crate::mcp_client::DEFAULT_TIMEOUT.as_secs_f64())]
+    pub timeout: f64,
+    /// The server's command and arguments, after `--` (it speaks MCP on stdio).
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Args, Debug)]

@@ -7,6 +7,7 @@ mod compare_cmd;
 pub mod config;
 pub mod environment;
 pub mod failure;
+mod import_mcp;
 mod merge;
 mod report_cmd;
 mod run;
@@ -31,5 +32,8 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Report(a) => report_cmd::report(a, out),
         Command::Compare(a) => compare_cmd::compare(a, out),
         Command::Merge(a) => merge::merge(a, out),
+        Command::Import(a) => match a.source {
+            args::ImportSource::Mcp(m) => import_mcp::import_mcp(m, out),
+        },
     }
 }

@@ -1,0 +1,129 @@
+//! `discbench import mcp`: a live MCP server's catalog, written as a catalog file
+//! scenarios include (`fixtures/catalogs/*.tools.json` are made this way), then read
+//! back through the scenario loader so that a file it writes is one a scenario can
+//! include.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::args::ImportMcpArgs;
+use super::failure::{io, Failure};
+use crate::exit;
+use crate::mcp_client::{file, stdio, Captured, ImportError};
+use crate::report;
+use crate::scenario;
+
+pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
+    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
+        return Err(Failure::Usage(
+            "--timeout must be a positive number of seconds".into(),
+        ));
+    }
+    let Some((command, args)) = a.command.split_first() else {
+        return Err(Failure::Usage(
+            "import mcp needs the server's command after `--`, e.g. `discbench import mcp -- uvx mcp-server-time`".into(),
+        ));
+    };
+    if a.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(Failure::Usage("--name must not be empty".into()));
+    }
+    let versions = crate::mcp_client::protocol_versions();
+    if !versions.contains(&a.protocol_version) {
+        return Err(Failure::Usage(format!(
+            "--protocol-version {}: not one with an initialize handshake; known: {}",
+            a.protocol_version,
+            versions.join(", ")
+        )));
+    }
+    let timeout = Duration::from_secs_f64(a.timeout);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Infra(e.into()))?;
+    let captured = rt
+        .block_on(stdio::capture(command, args, &a.protocol_version, timeout))
+        .map_err(|e| match e {
+            ImportError::Start { .. } => Failure::Usage(e.to_string()),
+            ImportError::Server { .. } => Failure::Infra(anyhow::anyhow!("{e}")),
+        })?;
+    let name = a.name.clone();
+    let text = file::to_text(&captured.catalog(name.as_deref()));
+    let summary = summary(&captured);
+    match &a.out {
+        Some(p) if p == Path::new("-") => {
+            out.write_all(text.as_bytes()).map_err(io)?;
+            writeln!(out).map_err(io)?;
+            eprintln!("{summary}");
+        }
+        _ => {
+            let path = a.out.clone().unwrap_or_else(|| {
+                let n = name
+                    .as_deref()
+                    .or(captured.server_name())
+                    .unwrap_or("server");
+                PathBuf::from(format!("{}.tools.json", file_stem(n)))
+            });
+            report::write_atomic(&path, text.as_bytes()).map_err(Failure::Infra)?;
+            // What was written must be includable: a server may send what the
+            // scenario loader refuses (a tool without a name, two tools of one name).
+            if let Err(e) = scenario::validate_file(&path) {
+                eprintln!(
+                    "{} was written, but a scenario cannot include it as it is:\n{e}",
+                    path.display()
+                );
+                return Ok(exit::INFRA);
+            }
+            writeln!(out, "wrote {}: {summary}", path.display()).map_err(io)?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// `name version: N tools, …` for the message after an import.
+fn summary(c: &Captured) -> String {
+    let version = c
+        .initialize
+        .pointer("/serverInfo/version")
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let mut parts = vec![format!("{} tools", c.tools.len())];
+    let lists = [
+        ("resources", &c.resources),
+        ("resource templates", &c.resource_templates),
+        ("prompts", &c.prompts),
+    ];
+    for (what, list) in lists {
+        if let Some(items) = list.as_ref().filter(|l| !l.is_empty()) {
+            parts.push(format!("{} {what}", items.len()));
+        }
+    }
+    format!(
+        "{} {version} ({}): {}",
+        c.server_name().unwrap_or("(unnamed server)"),
+        c.initialize
+            .get("protocolVersion")
+            .and_then(|v| v.as_str())
+            .unwrap_or("no protocol version"),
+        parts.join(", ")
+    )
+}
+
+/// A server name as a file name: letters, digits, `-`, `_` and `.` kept, the rest `-`.
+fn file_stem(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let s = s.trim_matches(['-', '.']).to_string();
+    if s.is_empty() {
+        "server".into()
+    } else {
+        s
+    }
+}
