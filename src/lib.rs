@@ -18,7 +18,7 @@
 //! ```text
 //! cli
 //! report
-//! analysis
+//! analysis, serve
 //! runner
 //! model
 //! record
@@ -35,6 +35,8 @@
 //! - `report` renders a run (table, JSON, CSV, Markdown, JUnit, plots, HTML) from what
 //!   `analysis` computed and what the `record` holds.
 //! - `analysis` aggregates a run's outcomes and compares runs; it reads only the record.
+//! - `serve` is a scenario as a real MCP server under one mode; a session an external
+//!   client holds ends as an outcome through the runner's tally, like an episode.
 //! - `runner` plans a run and drives each episode: strategy, model, scoring, record.
 //! - `model` answers contexts (mock, replayed or real); the oracle alone sees the
 //!   strategy's protocol and the expectation.
@@ -69,6 +71,7 @@ pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod score;
+pub mod serve;
 pub mod strategy;
 pub mod tokens;
 pub mod wire;

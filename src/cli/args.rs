@@ -32,6 +32,42 @@ pub enum Command {
     Merge(MergeArgs),
     /// Make a catalog file from elsewhere (`import mcp -- COMMAND…`: a live MCP server).
     Import(ImportArgs),
+    /// Serve a scenario as a real MCP server under one mode, so that agent clients
+    /// discbench does not drive (IDE, desktop, your own) can be measured.
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The scenario file to serve.
+    pub scenario: PathBuf,
+    /// The disclosure: `legacy` (every MCP tool, connector action and database tool
+    /// as its own tool), `progressive` (FIM One's meta-tools), `inline`,
+    /// `mcp-resource` (the MCP Progressive Disclosure extension: minimal tools/list,
+    /// the tool_descriptions resource, per-session authorization), or a spec of their
+    /// values. The selection step is off (a server never sees the query).
+    #[arg(long, value_name = "MODE", default_value = "progressive")]
+    pub mode: String,
+    /// How clients connect: `stdio` (the client starts this process).
+    #[arg(long, value_name = "stdio", default_value = "stdio")]
+    pub transport: String,
+    /// Tie every session to this query of the scenario: its outcome is scored
+    /// against the query's expectation.
+    #[arg(long, value_name = "ID")]
+    pub query: Option<String>,
+    /// Append every session tied to a query, as an outcome, to this run directory
+    /// (`report`, `compare` and the gate read it like a run's).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// The name outcomes give the agent [default: client:<the client's name>]
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// Prompt templates: a directory or a built-in template set (as for `run`).
+    #[arg(long, value_name = "DIR|SET")]
+    pub templates: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

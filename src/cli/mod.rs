@@ -11,6 +11,7 @@ mod import_mcp;
 mod merge;
 mod report_cmd;
 mod run;
+mod serve;
 mod tokens;
 mod validate;
 
@@ -32,6 +33,7 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Report(a) => report_cmd::report(a, out),
         Command::Compare(a) => compare_cmd::compare(a, out),
         Command::Merge(a) => merge::merge(a, out),
+        Command::Serve(a) => serve::serve(a, env),
         Command::Import(a) => match a.source {
             args::ImportSource::Mcp(m) => import_mcp::import_mcp(m, out),
         },
