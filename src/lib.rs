@@ -51,8 +51,8 @@
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
 //!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone;
-//!   `mcp_client` lists what a real MCP server offers (`import mcp`) and imports
-//!   nothing of the crate.
+//!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
+//!   (`import mcp`), and imports nothing of the crate.
 
 pub mod analysis;
 pub mod args;

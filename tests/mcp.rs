@@ -664,3 +664,100 @@ fn sigterm_records_the_session_and_exits_cleanly() {
     assert!(o["tokens"]["tool_defs"].as_u64().unwrap() > 100, "{o}");
     drop(stdin);
 }
+
+/// Streamable HTTP both ways, with real processes: `serve --transport http` is read
+/// back by `import mcp --url` exactly as over stdio; two Python SDK clients, one after
+/// the other on one server, each name the query in the URL and each is refused before
+/// its own read (authorizations are per session, not per server); SIGTERM stops the
+/// server with exit 0, and both sessions are recorded, scored, as repeats 0 and 1.
+#[test]
+fn streamable_http_both_ways() {
+    let venv = need_venv!();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let tiny = root().join("fixtures/snapshot/tiny.yaml");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .arg("serve")
+        .arg(&tiny)
+        .args([
+            "--mode",
+            "mcp-resource",
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+        ])
+        .arg(&runs)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let url = loop {
+        let mut l = String::new();
+        assert!(
+            err.read_line(&mut l).unwrap() > 0,
+            "serve ended before it listened"
+        );
+        if let Some(i) = l.find("http://") {
+            break l[i..].trim().to_string();
+        }
+    };
+
+    let o = discbench()
+        .args(["import", "mcp", "--out", "-", "--url", &url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let over_http: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (tools, resources, instructions) = disclosed("mcp-resource");
+    assert_eq!(over_http["tools"], tools);
+    assert_eq!(over_http.get("resources").cloned(), resources);
+    assert_eq!(over_http["instructions"], instructions);
+
+    let client = || {
+        let o = Command::new(venv.join("bin/python"))
+            .arg(root().join("tests/mcp/client.py"))
+            .args([
+                "github__create_issue",
+                r#"{"repo": "acme/app", "title": "Crash on start"}"#,
+            ])
+            .arg(format!("{url}?query=issue"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    for seen in [client(), client()] {
+        assert_eq!(seen["call_before_read"]["is_error"], true, "{seen}");
+        assert_eq!(seen["call_after_read"]["is_error"], false, "{seen}");
+    }
+
+    let o = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let status = server.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{status}: {rest}");
+    let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+    let outcomes: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut repeats: Vec<u64> = outcomes
+        .iter()
+        .map(|o| o["repeat"].as_u64().unwrap())
+        .collect();
+    repeats.sort();
+    assert_eq!(repeats, [0, 1], "{lines}");
+    for o in &outcomes {
+        assert_eq!(o["query_id"], "issue");
+        assert_eq!(o["score"]["exact"], true, "{o}");
+        assert_eq!(o["protocol"]["description_required"], 1, "{o}");
+    }
+}

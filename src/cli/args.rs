@@ -48,11 +48,16 @@ pub struct ServeArgs {
     /// values. The selection step is off (a server never sees the query).
     #[arg(long, value_name = "MODE", default_value = "progressive")]
     pub mode: String,
-    /// How clients connect: `stdio` (the client starts this process).
-    #[arg(long, value_name = "stdio", default_value = "stdio")]
+    /// How clients connect: `stdio` (the client starts this process, one session) or
+    /// `http` (Streamable HTTP at http://LISTEN/mcp, any number of sessions; a client
+    /// may name its query in the URL: /mcp?query=ID).
+    #[arg(long, value_name = "stdio|http", default_value = "stdio")]
     pub transport: String,
+    /// The address `--transport http` listens on (port 0: a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    pub listen: String,
     /// Tie every session to this query of the scenario: its outcome is scored
-    /// against the query's expectation.
+    /// against the query's expectation (an HTTP session's `?query=` wins).
     #[arg(long, value_name = "ID")]
     pub query: Option<String>,
     /// Append every session tied to a query, as an outcome, to this run directory
@@ -78,11 +83,11 @@ pub struct ImportArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum ImportSource {
-    /// Start a real MCP server, list what it offers (tools, and resources, resource
-    /// templates and prompts where offered, every page), and write a catalog file
-    /// that scenarios include like the committed `*.tools.json`. Exit 2 when the
-    /// command cannot be started, 3 when the server fails, hangs or answers what is
-    /// not MCP (with the end of its stderr).
+    /// Start a real MCP server (or reach one with --url), list what it offers (tools,
+    /// and resources, resource templates and prompts where offered, every page), and
+    /// write a catalog file that scenarios include like the committed `*.tools.json`.
+    /// Exit 2 when the command cannot be started (or the URL is not one), 3 when the
+    /// server fails, hangs or answers what is not MCP (with the end of its stderr).
     Mcp(ImportMcpArgs),
 }
 
@@ -102,6 +107,10 @@ pub struct ImportMcpArgs {
     /// Seconds the server has, from its start to the last page listed.
     #[arg(long, value_name = "SECONDS", default_value_t = crate::mcp_client::DEFAULT_TIMEOUT.as_secs_f64())]
     pub timeout: f64,
+    /// A Streamable HTTP server's endpoint, instead of a command
+    /// (e.g. http://127.0.0.1:8765/mcp).
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub url: Option<String>,
     /// The server's command and arguments, after `--` (it speaks MCP on stdio).
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,

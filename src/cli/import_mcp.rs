@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::args::ImportMcpArgs;
 use super::failure::{io, Failure};
 use crate::exit;
-use crate::mcp_client::{file, stdio, Captured, ImportError};
+use crate::mcp_client::{file, http, stdio, Captured, ImportError};
 use crate::report;
 use crate::scenario;
 
@@ -19,10 +19,21 @@ pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32,
             "--timeout must be a positive number of seconds".into(),
         ));
     }
-    let Some((command, args)) = a.command.split_first() else {
-        return Err(Failure::Usage(
-            "import mcp needs the server's command after `--`, e.g. `discbench import mcp -- uvx mcp-server-time`".into(),
-        ));
+    let target = match (&a.url, a.command.split_first()) {
+        (Some(url), _) => {
+            if !(url.starts_with("http://") || url.starts_with("https://"))
+                || reqwest::Url::parse(url).is_err()
+            {
+                return Err(Failure::Usage(format!(
+                    "--url {url}: not an http:// or https:// URL"
+                )));
+            }
+            Target::Url(url.clone())
+        }
+        (None, Some((command, args))) => Target::Command(command.clone(), args.to_vec()),
+        (None, None) => return Err(Failure::Usage(
+            "import mcp needs the server's command after `--` (e.g. `discbench import mcp -- uvx mcp-server-time`) or --url".into(),
+        )),
     };
     if a.name.as_deref().is_some_and(|n| n.trim().is_empty()) {
         return Err(Failure::Usage("--name must not be empty".into()));
@@ -41,7 +52,14 @@ pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32,
         .build()
         .map_err(|e| Failure::Infra(e.into()))?;
     let captured = rt
-        .block_on(stdio::capture(command, args, &a.protocol_version, timeout))
+        .block_on(async {
+            match &target {
+                Target::Command(command, args) => {
+                    stdio::capture(command, args, &a.protocol_version, timeout).await
+                }
+                Target::Url(url) => http::capture(url, &a.protocol_version, timeout).await,
+            }
+        })
         .map_err(|e| match e {
             ImportError::Start { .. } => Failure::Usage(e.to_string()),
             ImportError::Server { .. } => Failure::Infra(anyhow::anyhow!("{e}")),
@@ -77,6 +95,12 @@ pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32,
         }
     }
     Ok(exit::OK)
+}
+
+/// Where the server is.
+enum Target {
+    Command(std::ffi::OsString, Vec<std::ffi::OsString>),
+    Url(String),
 }
 
 /// `name version: N tools, …` for the message after an import.

@@ -1,7 +1,8 @@
 //! `discbench serve`: one scenario under one mode as a real MCP server. Over stdio the
 //! client starts this process and the session lasts until the client closes stdin
 //! (or SIGINT / SIGTERM); standard output carries only MCP messages, and everything
-//! this command says goes to stderr.
+//! this command says goes to stderr. Over Streamable HTTP it serves sessions until
+//! SIGINT / SIGTERM, then closes (and records) every one still open.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,12 +17,17 @@ use crate::serve::record::Recorder;
 use crate::serve::{ServeOptions, Served};
 
 pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
-    if a.transport != "stdio" {
-        return Err(Failure::Usage(format!(
-            "--transport {}: only stdio is served",
-            a.transport
-        )));
-    }
+    let listen: Option<std::net::SocketAddr> = match a.transport.as_str() {
+        "stdio" => None,
+        "http" => Some(a.listen.parse().map_err(|e| {
+            Failure::Usage(format!("--listen {}: {e} (e.g. 127.0.0.1:8765)", a.listen))
+        })?),
+        other => {
+            return Err(Failure::Usage(format!(
+                "--transport {other}: stdio or http"
+            )))
+        }
+    };
     let p = config::prepare(&Common {
         scenarios: vec![a.scenario.clone()],
         modes: vec![a.mode.clone()],
@@ -67,11 +73,11 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
     let served = Arc::new(served);
     if served.recorder.is_some() && served.query.is_none() {
         eprintln!(
-            "discbench serve: --record without --query: sessions are served but not recorded (an outcome is scored against a query)"
+            "discbench serve: --record without --query: only sessions that name a query (HTTP: /mcp?query=ID) are recorded (an outcome is scored against a query)"
         );
     }
-    eprintln!(
-        "discbench serve: {} under {} ({}) over stdio",
+    let what = format!(
+        "discbench serve: {} under {} ({})",
         served.scenario.name,
         served.mode_label,
         served.composite.mode.canonical_spec()
@@ -81,10 +87,66 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Infra(e.into()))?;
-    let result = rt.block_on(stdio(served));
+    let result = match listen {
+        None => {
+            eprintln!("{what} over stdio");
+            rt.block_on(stdio(served))
+        }
+        Some(addr) => rt.block_on(http(served, addr, what)),
+    };
     // A read of stdin cannot be cancelled: do not wait for one at shutdown.
     rt.shutdown_timeout(Duration::from_millis(200));
     result.map(|_| exit::OK)
+}
+
+/// Serves Streamable HTTP on `addr` until SIGINT or SIGTERM.
+async fn http(
+    served: Arc<Served>,
+    addr: std::net::SocketAddr,
+    what: String,
+) -> Result<(), Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::Infra(anyhow::anyhow!("cannot listen on {addr}: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::Infra(e.into()))?;
+    eprintln!("{what} at {}", crate::serve::http::url(bound));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let server = tokio::spawn(crate::serve::http::serve(served, listener, stop.clone()));
+    signal().await;
+    eprintln!("discbench serve: stopping");
+    stop.cancel();
+    server
+        .await
+        .map_err(|e| Failure::Infra(anyhow::anyhow!("the HTTP server failed: {e}")))?
+        .map_err(|e| Failure::Infra(e.into()))
+}
+
+/// SIGINT or SIGTERM.
+async fn signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            _ = wait(term.take()) => {}
+            _ = wait(int.take()) => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Serves one session over stdin/stdout until the client closes stdin or a signal.
@@ -102,22 +164,7 @@ async fn stdio(served: Arc<Served>) -> Result<(), Failure> {
         }
     };
     let cancel = service.cancellation_token();
-    let signals = async {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let mut term = signal(SignalKind::terminate()).ok();
-            let mut int = signal(SignalKind::interrupt()).ok();
-            tokio::select! {
-                _ = async { match term.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
-                _ = async { match int.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => {}
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    };
+    let signals = signal();
     let waiting = service.waiting();
     tokio::pin!(waiting);
     let r = tokio::select! {

@@ -5,7 +5,6 @@
 //! then SIGTERM, then SIGKILL, to the whole group (an `npx` wrapper and the server
 //! it started go together).
 
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
@@ -13,13 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::ServiceExt;
-use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::process::{Child, Command};
 
-use super::{protocol_version, Captured, ImportError};
+use super::{assemble, garbage_note, list, Captured, ImportError, Log};
 
 /// How much of the server's stderr is kept (its end).
 const STDERR_KEPT: usize = 4096;
@@ -27,9 +23,6 @@ const STDERR_KEPT: usize = 4096;
 const STDERR_LINES: usize = 20;
 /// How long a server gets to exit after its stdin closed, and after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
-
-/// Bytes copied from a stream as they pass.
-type Log = Arc<Mutex<Vec<u8>>>;
 
 /// A reader or writer that copies what passes through it into a [`Log`].
 struct Tee<T> {
@@ -145,7 +138,7 @@ pub async fn capture(
         log: sent.clone(),
     };
 
-    let listed = tokio::time::timeout(timeout, list(reader, writer, version)).await;
+    let listed = tokio::time::timeout(timeout, list((reader, writer), version)).await;
     // A server that is gone already exited by itself, before it was asked to stop.
     let early = match &listed {
         Ok(Err(_)) => child.try_wait().ok().flatten(),
@@ -156,7 +149,7 @@ pub async fn capture(
     let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
     let fail = |message: String| ImportError::Server {
         message,
-        stderr_tail: tail.text(),
+        stderr_tail: Some(tail.text()),
     };
     match listed {
         Err(_) => Err(fail(format!(
@@ -180,79 +173,6 @@ pub async fn capture(
         Ok(Ok(offered)) => assemble(&sent, &received, offered)
             .map_err(|e| fail(format!("`{shown}` answered what is not MCP: {e}"))),
     }
-}
-
-/// What the server said it offers, from its `initialize` capabilities.
-#[derive(Debug, Clone, Copy)]
-struct Offered {
-    resources: bool,
-    prompts: bool,
-    /// Items rmcp read, per listing: the raw capture must hold as many. Resource
-    /// templates are `None` when the server refused to list them.
-    counts: [usize; 4],
-    templates: bool,
-}
-
-/// Initializes with rmcp and pages through every listing the server offers.
-async fn list<R, W>(reader: R, writer: W, version: &str) -> Result<Offered, String>
-where
-    R: AsyncRead + Send + Unpin + 'static,
-    W: AsyncWrite + Send + Unpin + 'static,
-{
-    let mut config = ClientConfig::new(
-        ClientCapabilities::default(),
-        Implementation::new("discbench", env!("CARGO_PKG_VERSION")),
-    );
-    config.protocol_version = protocol_version(version).ok_or("unknown protocol version")?;
-    let client = config
-        .serve((reader, writer))
-        .await
-        .map_err(|e| format!("initialize: {e}"))?;
-    let caps = client
-        .peer_info()
-        .map(|i| {
-            (
-                i.capabilities.resources.is_some(),
-                i.capabilities.prompts.is_some(),
-            )
-        })
-        .unwrap_or((false, false));
-    let peer = client.peer();
-    let tools = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("tools/list: {e}"))?
-        .len();
-    let (mut resources, mut templates, mut prompts) = (0, None, 0);
-    if caps.0 {
-        resources = peer
-            .list_all_resources()
-            .await
-            .map_err(|e| format!("resources/list: {e}"))?
-            .len();
-        // Templates are optional within the resources capability: a server that
-        // refuses to list them has none.
-        templates = match peer.list_all_resource_templates().await {
-            Ok(t) => Some(t.len()),
-            Err(rmcp::ServiceError::McpError(_)) => None,
-            Err(e) => return Err(format!("resources/templates/list: {e}")),
-        };
-    }
-    if caps.1 {
-        prompts = peer
-            .list_all_prompts()
-            .await
-            .map_err(|e| format!("prompts/list: {e}"))?
-            .len();
-    }
-    // Closing the client closes the server's stdin.
-    let _ = client.cancel().await;
-    Ok(Offered {
-        resources: caps.0,
-        prompts: caps.1,
-        counts: [tools, resources, templates.unwrap_or(0), prompts],
-        templates: templates.is_some(),
-    })
 }
 
 /// Stops the child as the specification says: its stdin is closed already (the
@@ -293,105 +213,4 @@ fn kill_group(child: &Child, signal: Signal) {
     }
     #[cfg(not(unix))]
     let _ = (child, signal);
-}
-
-/// The lines of a stream that parse as JSON objects, and those that do not.
-fn lines(log: &Log) -> (Vec<Value>, Vec<String>) {
-    let bytes = log.lock().expect("log").clone();
-    let text = String::from_utf8_lossy(&bytes);
-    let mut json = Vec::new();
-    let mut other = Vec::new();
-    for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-        match serde_json::from_str::<Value>(l) {
-            Ok(v @ Value::Object(_)) => json.push(v),
-            _ => other.push(l.to_string()),
-        }
-    }
-    (json, other)
-}
-
-/// A note on stdout lines that were not JSON-RPC, for error messages.
-fn garbage_note(received: &Log) -> String {
-    let (_, other) = lines(received);
-    match other.first() {
-        None => String::new(),
-        Some(first) => {
-            let first: String = first.chars().take(120).collect();
-            format!(
-                "; it wrote {} line(s) to stdout that are not JSON-RPC, the first: {first:?}",
-                other.len()
-            )
-        }
-    }
-}
-
-/// The captured listings: each response matched by id to the request it answers.
-fn assemble(sent: &Log, received: &Log, offered: Offered) -> Result<Captured, String> {
-    let (requests, _) = lines(sent);
-    let method: HashMap<String, String> = requests
-        .iter()
-        .filter_map(|r| {
-            let id = r.get("id")?;
-            let m = r.get("method")?.as_str()?;
-            Some((id.to_string(), m.to_string()))
-        })
-        .collect();
-    let (responses, _) = lines(received);
-    let mut initialize = None;
-    let mut pages: HashMap<&str, Vec<Value>> = HashMap::new();
-    for r in &responses {
-        let (Some(id), Some(result)) = (r.get("id"), r.get("result")) else {
-            continue;
-        };
-        let Some(m) = method.get(&id.to_string()) else {
-            continue;
-        };
-        let key = match m.as_str() {
-            "initialize" => {
-                initialize = Some(result.clone());
-                continue;
-            }
-            "tools/list" => ("tools/list", "tools"),
-            "resources/list" => ("resources/list", "resources"),
-            "resources/templates/list" => ("resources/templates/list", "resourceTemplates"),
-            "prompts/list" => ("prompts/list", "prompts"),
-            _ => continue,
-        };
-        let items = result
-            .get(key.1)
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("a {} result without a `{}` list", key.0, key.1))?;
-        pages
-            .entry(key.0)
-            .or_default()
-            .extend(items.iter().cloned());
-    }
-    let initialize = initialize.ok_or("no initialize result was captured")?;
-    let mut take = |m: &str, n: usize| -> Result<Vec<Value>, String> {
-        let items = pages.remove(m).unwrap_or_default();
-        if items.len() != n {
-            return Err(format!(
-                "{m}: {} items captured, {n} read by the client",
-                items.len()
-            ));
-        }
-        Ok(items)
-    };
-    let [t, r, rt, p] = offered.counts;
-    Ok(Captured {
-        initialize,
-        tools: take("tools/list", t)?,
-        resources: offered
-            .resources
-            .then(|| take("resources/list", r))
-            .transpose()?,
-        resource_templates: offered
-            .templates
-            .then(|| take("resources/templates/list", rt))
-            .transpose()?,
-        prompts: offered
-            .prompts
-            .then(|| take("prompts/list", p))
-            .transpose()?,
-    })
 }

@@ -58,7 +58,7 @@ impl Drop for Handler {
                 Err(e) => eprintln!("discbench serve: cannot record the session: {e:#}"),
             },
             None => eprintln!(
-                "discbench serve: a session not tied to a query is not recorded (start the server with --query ID)"
+                "discbench serve: a session not tied to a query is not recorded (start the server with --query ID, or connect to /mcp?query=ID)"
             ),
         }
     }
@@ -114,8 +114,26 @@ impl ServerHandler for Handler {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        self.session()
-            .set_client(&request.client_info.name, &request.client_info.version);
+        {
+            let mut session = self.session();
+            session.set_client(&request.client_info.name, &request.client_info.version);
+            // Over Streamable HTTP the endpoint may name the query: `/mcp?query=ID`.
+            let asked = context
+                .extensions
+                .get::<http::request::Parts>()
+                .and_then(|p| p.uri.query())
+                .and_then(|q| {
+                    q.split('&')
+                        .filter_map(|kv| kv.split_once('='))
+                        .find(|(k, _)| *k == "query")
+                        .map(|(_, v)| v.to_string())
+                });
+            if let Some(id) = asked {
+                session
+                    .tie(&id)
+                    .map_err(|e| ErrorData::invalid_params(e, None))?;
+            }
+        }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }

@@ -12,9 +12,11 @@
 //! under `mcp=resource` the `tool_descriptions` resource is listed and read as the
 //! MCP Progressive Disclosure guide describes the server side. A session tied to one
 //! of the scenario's queries ends as an [`Outcome`](crate::record::Outcome), scored
-//! like any other, and [`record`] appends it to a run directory.
+//! like any other, and [`record`] appends it to a run directory. Over stdio one
+//! process serves one session; [`http`] hosts any number of them over Streamable HTTP.
 
 pub mod handler;
+pub mod http;
 pub mod record;
 pub mod session;
 

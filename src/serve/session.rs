@@ -65,6 +65,8 @@ pub struct Session {
     /// Tokens disclosed so far.
     disclosed: usize,
     client: Option<String>,
+    /// The query this session is tied to: `--query`, or one the session named.
+    query: Option<usize>,
     /// The outcome was taken (a session ends once).
     ended: bool,
 }
@@ -81,7 +83,9 @@ impl Session {
             system: n,
             ..Ledger::default()
         };
+        let query = served.query;
         Session {
+            query,
             pending: vec![Entry::new(Layer::System, "instructions", n, Some(system))],
             disclosed: n,
             served,
@@ -93,6 +97,19 @@ impl Session {
             resources_listed: false,
             client: None,
             ended: false,
+        }
+    }
+
+    /// Ties the session to the scenario's query `id` (a Streamable HTTP client names it
+    /// in the endpoint's `?query=`); `--query` gives way to it.
+    pub fn tie(&mut self, id: &str) -> Result<(), String> {
+        let sc = &self.served.scenario;
+        match sc.queries.iter().position(|q| q.id == id) {
+            Some(i) => {
+                self.query = Some(i);
+                Ok(())
+            }
+            None => Err(format!("scenario `{}` has no query `{id}`", sc.name)),
         }
     }
 
@@ -276,7 +293,7 @@ impl Session {
             return None;
         }
         self.ended = true;
-        let q = self.served.query?;
+        let q = self.query?;
         let served = self.served.clone();
         let sc = &served.scenario;
         let query = &sc.queries[q];

@@ -4,7 +4,8 @@ resources, call a tool before reading its description (refused), read the resour
 without ?tools= (refused), read it with ?tools=, then call the tool (it succeeds).
 Prints one JSON object with what it saw, for tests/mcp.rs to check.
 
-Usage: python client.py TOOL ARGS_JSON COMMAND ARG...
+Usage: python client.py TOOL ARGS_JSON COMMAND ARG...   (stdio: the client starts the server)
+       python client.py TOOL ARGS_JSON URL              (Streamable HTTP)
 """
 
 import asyncio
@@ -13,6 +14,7 @@ import sys
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 
 def text(result):
@@ -21,9 +23,13 @@ def text(result):
 
 async def main():
     tool, args = sys.argv[1], json.loads(sys.argv[2])
-    params = StdioServerParameters(command=sys.argv[3], args=sys.argv[4:])
+    if sys.argv[3].startswith("http"):
+        transport = streamable_http_client(sys.argv[3])
+    else:
+        transport = stdio_client(StdioServerParameters(command=sys.argv[3], args=sys.argv[4:]))
     seen = {}
-    async with stdio_client(params) as (read, write):
+    async with transport as streams:
+        read, write = streams[0], streams[1]
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             seen["server"] = init.server_info.name
