@@ -604,8 +604,9 @@ fn malformed_requests_get_json_rpc_errors_never_a_crash() {
     );
 }
 
-/// SIGTERM ends a served session like a client leaving: it is recorded and scored,
-/// and the server exits 0.
+/// Under legacy, calls are answered from the scenario's fixture responses and its
+/// SQLite database; SIGTERM ends a served session like a client leaving: it is
+/// recorded and scored, and the server exits 0.
 #[test]
 fn sigterm_records_the_session_and_exits_cleanly() {
     let dir = tempfile::tempdir().unwrap();
@@ -634,20 +635,33 @@ fn sigterm_records_the_session_and_exits_cleanly() {
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"github__create_issue","arguments":{"repo":"acme/app","title":"Crash on start"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"erp__get_order","arguments":{"order_id":"9921"}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hr__query","arguments":{"sql":"SELECT name FROM people"}}}"#,
     ] {
         writeln!(stdin, "{l}").unwrap();
     }
     stdin.flush().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut answered = 0;
-    while answered < 3 {
+    let mut answers: Vec<Value> = Vec::new();
+    while answers.len() < 5 {
         let mut l = String::new();
         assert!(
             out.read_line(&mut l).unwrap() > 0,
             "serve closed stdout early"
         );
-        answered += 1;
+        answers.push(serde_json::from_str(&l).unwrap());
     }
+    // Calls are answered as in a run: the scenario's fixture response, its SQLite rows.
+    let answer = |id: i64| {
+        let a = answers.iter().find(|a| a["id"] == id).unwrap();
+        a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let order: Value = serde_json::from_str(&answer(4)).unwrap();
+    assert_eq!(order, json!({"order_id": "9921", "total": 84.5}));
+    assert!(answer(5).contains("Ada"), "{}", answer(5));
     let o = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .output()
@@ -659,7 +673,11 @@ fn sigterm_records_the_session_and_exits_cleanly() {
     let o: Value = serde_json::from_str(line.trim()).unwrap();
     assert_eq!(o["model"], "raw-client");
     assert_eq!(o["mode"], "legacy");
-    assert_eq!(o["score"]["exact"], true, "{o}");
+    // The expected call, and two the query did not ask for: scored as in a run.
+    assert_eq!(o["score"]["recall"], 1.0, "{o}");
+    assert_eq!(o["score"]["precision"], 1.0 / 3.0, "{o}");
+    assert_eq!(o["score"]["exact"], false, "{o}");
+    assert_eq!(o["calls"].as_array().unwrap().len(), 3, "{o}");
     // Legacy disclosed every tool up front, counted once.
     assert!(o["tokens"]["tool_defs"].as_u64().unwrap() > 100, "{o}");
     drop(stdin);
