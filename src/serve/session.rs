@@ -12,7 +12,6 @@
 //! have held when it made the call (`first_turn` is the listing; `billed_input` and
 //! `peak_context` follow from those requests). `output` stays 0.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -370,9 +369,90 @@ impl Session {
             surfacing,
         })
     }
+}
 
-    /// MCP tools the session may call under `mcp-resource` (read so far).
-    pub fn authorized(&self) -> BTreeSet<String> {
-        self.state.authorized.clone()
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::serve::ServeOptions;
+    use crate::strategy::{Mode, ProtocolConfig, Templates};
+    use crate::tokens::{Counter, Encoding};
+
+    fn tiny(mode: &str, query: Option<&str>) -> Arc<Served> {
+        let sc = crate::scenario::load(Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
+        Arc::new(
+            Served::new(
+                sc,
+                ServeOptions {
+                    mode: Mode::parse(mode).unwrap(),
+                    templates: Arc::new(Templates::builtin()),
+                    protocol: ProtocolConfig::default(),
+                    counter: Arc::new(Counter::new(Encoding::O200kBase)),
+                    query: query.map(str::to_string),
+                    model: None,
+                    recorder: None,
+                },
+            )
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_ledger_counts_what_was_disclosed_before_each_call() {
+        let mut s = Session::new(tiny("legacy", Some("issue")));
+        let first = s.list_tools();
+        assert_eq!(s.list_tools(), first, "the list does not change");
+        let listing = s.ledger.system + s.ledger.tool_defs;
+        let defs: usize = first
+            .iter()
+            .map(|t| s.served.counter.count(&t.wire_json()))
+            .sum();
+        assert_eq!(s.ledger.tool_defs, defs, "listed twice, counted once");
+        let a = s
+            .call("erp__get_order", &json!({"order_id": "9921"}))
+            .unwrap();
+        let answer = s.served.counter.count(&a.content);
+        s.call(
+            "github__create_issue",
+            &json!({"repo": "acme/app", "title": "Crash on start"}),
+        )
+        .unwrap();
+        let o = s.outcome("r").unwrap();
+        let requests: Vec<usize> = o.turns.iter().map(|t| t.request_tokens).collect();
+        assert_eq!(requests, [listing, listing + answer]);
+        assert_eq!(o.tokens.first_turn, listing);
+        assert_eq!(o.tokens.billed_input, 2 * listing + answer);
+        assert_eq!(o.tokens.peak_context, listing + answer);
+        assert_eq!(o.tokens.output, 0);
+        // The call the query expects, and one more: not exact.
+        assert!(!o.score.exact && o.score.recall == 1.0);
+        assert!(s.outcome("r").is_none(), "a session ends once");
+    }
+
+    #[test]
+    fn untied_sessions_have_no_outcome_and_unlisted_tools_are_refused() {
+        let mut s = Session::new(tiny("mcp-resource", None));
+        assert!(!s.tools().iter().any(|t| t.name == READ_RESOURCE));
+        assert_eq!(
+            s.call(READ_RESOURCE, &json!({"resource_uri": URI})),
+            Err(Refusal::UnknownTool(format!(
+                "unknown tool `{READ_RESOURCE}`"
+            )))
+        );
+        assert!(matches!(
+            s.read("file:///etc/passwd"),
+            Err(Refusal::UnknownResource(_))
+        ));
+        assert!(s.tie("nope").is_err());
+        assert!(s.outcome("r").is_none());
+        let mut s = Session::new(tiny("progressive", None));
+        assert!(
+            s.list_resources().is_empty(),
+            "no resources outside mcp-resource"
+        );
+        s.tie("issue").unwrap();
+        assert_eq!(s.outcome("r").unwrap().query_id, "issue");
     }
 }
