@@ -18,7 +18,7 @@
 //! ```text
 //! cli
 //! report
-//! analysis
+//! analysis, serve
 //! runner
 //! model
 //! record
@@ -27,7 +27,7 @@
 //! strategy
 //! scenario
 //! environment
-//! ground: tokens, disclosure
+//! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
 //! ground: wire, hash, error, exit
 //! ```
@@ -36,6 +36,8 @@
 //! - `report` renders a run (table, JSON, CSV, Markdown, JUnit, plots, HTML) from what
 //!   `analysis` computed and what the `record` holds.
 //! - `analysis` aggregates a run's outcomes and compares runs; it reads only the record.
+//! - `serve` is a scenario as a real MCP server under one mode; a session an external
+//!   client holds ends as an outcome through the runner's tally, like an episode.
 //! - `runner` plans a run and drives each episode: strategy, model, scoring, record.
 //! - `model` answers contexts (mock, replayed or real); the oracle alone sees the
 //!   strategy's protocol and the expectation.
@@ -51,7 +53,9 @@
 //! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
-//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone.
+//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone;
+//!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
+//!   (`import mcp`), and imports nothing of the crate.
 
 pub mod analysis;
 pub mod args;
@@ -64,12 +68,14 @@ pub mod environment;
 pub mod error;
 pub mod exit;
 pub mod hash;
+pub mod mcp_client;
 pub mod model;
 pub mod record;
 pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod score;
+pub mod serve;
 pub mod strategy;
 pub mod tokens;
 pub mod wire;

@@ -19,7 +19,9 @@ fn main() {
             std::process::exit(code);
         }
     };
-    let mut out = IgnoreBrokenPipe(std::io::stdout().lock());
+    // Not locked for the whole run: `serve` hands stdout to its MCP transport, which
+    // writes from another thread.
+    let mut out = IgnoreBrokenPipe(std::io::stdout());
     let code = match dispatch(cli, Environment::detect(), &mut out) {
         Ok(code) => code,
         Err(f) => {

@@ -30,11 +30,15 @@ pub enum Command {
     Compare(CompareArgs),
     /// Join the run directories of shards (`run --shard K/N`) into one run.
     Merge(MergeArgs),
-    /// Convert another benchmark's data into scenarios (`import bfcl`).
+    /// Make scenarios or catalog files from elsewhere: another benchmark's data
+    /// (`import bfcl`) or a live MCP server (`import mcp -- COMMAND…`).
     Import(super::import::ImportArgs),
     /// Judge model outputs in BFCL's result format on scenarios made by `import bfcl`,
     /// with discbench's scoring.
     ScoreBfcl(ScoreBfclArgs),
+    /// Serve a scenario as a real MCP server under one mode, so that agent clients
+    /// discbench does not drive (IDE, desktop, your own) can be measured.
+    Serve(ServeArgs),
 }
 
 #[derive(Args, Debug)]
@@ -55,6 +59,45 @@ pub struct ScoreBfclArgs {
     #[arg(long, value_name = "FILE")]
     pub verdicts: Option<PathBuf>,
 }
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// The scenario file to serve.
+    pub scenario: PathBuf,
+    /// The disclosure: `legacy` (every MCP tool, connector action and database tool
+    /// as its own tool), `progressive` (FIM One's meta-tools), `inline`,
+    /// `mcp-resource` (the MCP Progressive Disclosure extension: minimal tools/list,
+    /// the tool_descriptions resource, per-session authorization), or a spec of their
+    /// values. The selection step is off (a server never sees the query).
+    #[arg(long, value_name = "MODE", default_value = "progressive")]
+    pub mode: String,
+    /// How clients connect: `stdio` (the client starts this process, one session) or
+    /// `http` (Streamable HTTP at http://LISTEN/mcp, any number of sessions; a client
+    /// may name its query in the URL: /mcp?query=ID).
+    #[arg(long, value_name = "stdio|http", default_value = "stdio")]
+    pub transport: String,
+    /// The address `--transport http` listens on (port 0: a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8765")]
+    pub listen: String,
+    /// Tie every session to this query of the scenario: its outcome is scored
+    /// against the query's expectation (an HTTP session's `?query=` wins).
+    #[arg(long, value_name = "ID")]
+    pub query: Option<String>,
+    /// Append every session tied to a query, as an outcome, to this run directory
+    /// (`report`, `compare` and the gate read it like a run's).
+    #[arg(long, value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// The name outcomes give the agent [default: client:<the client's name>]
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    /// Prompt templates: a directory or a built-in template set (as for `run`).
+    #[arg(long, value_name = "DIR|SET")]
+    pub templates: Option<PathBuf>,
+}
+
 
 #[derive(Args, Debug)]
 pub struct MergeArgs {

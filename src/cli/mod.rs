@@ -9,10 +9,12 @@ pub mod environment;
 pub mod failure;
 pub mod import;
 mod import_bfcl;
+mod import_mcp;
 mod merge;
 mod report_cmd;
 mod run;
 mod score_bfcl;
+mod serve;
 mod tokens;
 mod validate;
 
@@ -36,5 +38,6 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Merge(a) => merge::merge(a, out),
         Command::Import(a) => import::import(a, out),
         Command::ScoreBfcl(a) => score_bfcl::score_bfcl(a, out),
+        Command::Serve(a) => serve::serve(a, env),
     }
 }

@@ -13,15 +13,16 @@ use std::time::Duration;
 use super::events::Event;
 use super::plan::Unit;
 use super::retry::RetryPolicy;
+use super::tally::{Scored, Tally};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
     Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage, FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
+use crate::score;
 use crate::score::surfacing::Event as Event_;
-use crate::score::{self, CallEffect, CallRecord};
-use crate::strategy::{selection, Effect, Level, State};
+use crate::strategy::{selection, Level, State};
 use crate::tokens::{Counter, Ledger};
 use crate::wire::{Message, Response};
 
@@ -123,24 +124,18 @@ impl Episode<'_> {
         let retrieved = comp.at_query(&query.text, &mut lock(&state));
         // What was surfaced to the model, in order: the selection step's list, what
         // retrieval ranked, what is shown up front; then what calls fetch or find.
-        let mut surfaced: Vec<Event_> = Vec::new();
+        let mut tally = Tally::new(comp);
         if let Some(names) = selection.as_ref().and_then(|s| s.selected.as_ref()) {
-            surfaced.push(Event_ {
+            tally.surfaced.push(Event_ {
                 addresses: names.iter().filter_map(|n| comp.address_of(n)).collect(),
                 ranked: true,
             });
         }
-        surfaced.push(Event_ {
+        tally.surfaced.push(Event_ {
             addresses: retrieved.iter().map(|r| r.address.clone()).collect(),
             ranked: true,
         });
-        let mut up_front: Vec<crate::catalog::Address> =
-            lock(&state).shown.iter().cloned().collect();
-        up_front.sort();
-        surfaced.push(Event_ {
-            addresses: up_front,
-            ranked: false,
-        });
+        tally.shown_up_front(&lock(&state));
         // The cacheable prefix: each request's pieces in a provider's cache order, and
         // the pieces of the request before it. With tool search appending what it
         // finds, the found definitions count where they entered the conversation (after
@@ -157,14 +152,11 @@ impl Episode<'_> {
         let mut messages = vec![Message::User {
             content: query.text.clone(),
         }];
-        let mut calls: Vec<CallRecord> = Vec::new();
         let mut turns = Vec::new();
         let mut final_text = None;
         let mut hit_max_turns = false;
         let mut seen_tools: BTreeSet<String> = BTreeSet::new();
         let mut n_turns = 0;
-        // FIM One's budget on all tool results of one query.
-        let mut budget = crate::strategy::results::Budget::new(comp.config().results.budget_tokens);
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut text_calls, mut refusals, mut truncs) = (0, 0, 0, 0);
         for turn in 1..=unit.max_turns {
@@ -316,68 +308,21 @@ impl Episode<'_> {
             // call of a parallel batch was not in context for the others.
             let seen_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
             for call in tool_calls {
-                let unloaded = !comp.is_loaded(&lock(&state), &call.name)
-                    && comp.all_tools().iter().any(|t| t.name == call.name);
-                let mut r = comp.resolve(&call, &mut lock(&state), self.databases);
-                r.content = budget.apply(std::mem::take(&mut r.content));
-                let n = c.count(&r.content);
-                let mut record = CallRecord {
+                let a = tally.call(
+                    comp,
+                    &mut lock(&state),
+                    self.databases,
+                    c,
+                    &mut ledger,
+                    &call,
                     turn,
-                    tool: call.name.clone(),
-                    arguments: call.arguments.clone(),
-                    effect: CallEffect::Error,
-                    address: None,
-                    fetched: Vec::new(),
-                    error: None,
-                    schema_errors: Vec::new(),
-                    blind: false,
-                    args: None,
-                    skills_in_context: seen_skills.clone(),
-                    unloaded,
-                };
-                let layer = match &r.effect {
-                    Effect::Fetched { addresses, .. } => {
-                        surfaced.push(Event_ {
-                            addresses: addresses.clone(),
-                            ranked: call.name == crate::strategy::pool::TOOL_SEARCH,
-                        });
-                        ledger.fetched += n;
-                        record.effect = CallEffect::Fetched;
-                        record.fetched = addresses.clone();
-                        Layer::Fetched
-                    }
-                    Effect::Executed {
-                        address,
-                        args,
-                        schema_errors,
-                        blind,
-                        ..
-                    } => {
-                        ledger.results += n;
-                        record.effect = CallEffect::Executed;
-                        record.address = Some(address.clone());
-                        record.schema_errors = schema_errors.clone();
-                        record.blind = *blind;
-                        record.args = Some(args.clone());
-                        Layer::Results
-                    }
-                    Effect::Error { error } => {
-                        ledger.results += n;
-                        record.error = Some(*error);
-                        Layer::Results
-                    }
-                };
-                entered.push(Entry::new(
-                    layer,
-                    format!("{}({})", call.name, call.arguments),
-                    n,
-                    Some(r.content.clone()),
-                ));
-                calls.push(record);
+                    seen_skills.clone(),
+                );
+                entered.push(a.entry);
                 messages.push(Message::Tool {
                     tool_call_id: call.id.clone(),
                     name: call.name.clone(),
-                    content: r.content,
+                    content: a.content,
                 });
             }
             turns.push(TurnRecord {
@@ -406,20 +351,18 @@ impl Episode<'_> {
             .unwrap_or(comp.config().cache_discount_pct as f64 / 100.0);
         ledger.billed_cached =
             ledger.billed_input - (cached_total as f64 * discount).round() as usize;
-        let expected: Vec<crate::catalog::Address> = query
-            .expect
-            .canonical_calls()
-            .iter()
-            .map(|c| c.address.clone())
-            .collect();
-        let surfacing = crate::score::surfacing::surfacing(&expected, &surfaced);
         let final_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
-        let score = score::score(
+        let Scored {
+            score,
+            mut protocol,
+            surfacing,
+        } = tally.score(
+            self.scenario,
             query,
-            &calls,
             &final_skills,
-            &self.scenario.catalog,
             self.databases,
+            n_turns,
+            hit_max_turns,
         );
         let usage = selection
             .iter()
@@ -427,7 +370,6 @@ impl Episode<'_> {
             .chain(turns.iter().filter_map(|t: &TurnRecord| t.usage))
             .reduce(Usage::plus);
         let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
-        let mut protocol = score::protocol(&calls, n_turns, hit_max_turns);
         protocol.empty_answers = empty;
         protocol.text_calls = text_calls;
         protocol.refusals = refusals;
@@ -446,7 +388,7 @@ impl Episode<'_> {
             catalog_size: unit.catalog_size,
             expected: expect_json(&query.expect),
             expected_ref: None,
-            calls,
+            calls: tally.calls,
             final_text,
             selection,
             score,

@@ -11,6 +11,7 @@ pub mod events;
 pub mod executor;
 pub mod plan;
 pub mod retry;
+pub mod tally;
 
 pub use config::{RunConfig, DEFAULT_MAX_TURNS};
 pub use episode::Episode;

@@ -1,0 +1,206 @@
+//! [`Tally`]: what the calls of one episode add up to, shared by the agent loop
+//! ([`super::episode`]) and by a session an external client holds with `serve` —
+//! each call answered through the mode's composite, its answer held to the result
+//! budget and counted into the ledger, its record kept for scoring, what it
+//! surfaced kept for recall@k — and, at the end, the score, the protocol counters
+//! and the surfacing measures of the whole.
+
+use crate::catalog::Address;
+use crate::environment::Databases;
+use crate::record::{Entry, Layer};
+use crate::scenario::{Query, Scenario};
+use crate::score::surfacing::{self, Event, Surfacing};
+use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
+use crate::strategy::results::Budget;
+use crate::strategy::{pool, Composite, Effect, ProtocolError, State};
+use crate::tokens::{Counter, Ledger};
+use crate::wire::ToolCall;
+
+/// The calls of one episode so far.
+pub struct Tally {
+    pub calls: Vec<CallRecord>,
+    /// What was surfaced to the model, in order (see [`surfacing`]).
+    pub surfaced: Vec<Event>,
+    /// FIM One's budget on all tool results of one query.
+    budget: Budget,
+}
+
+/// One call answered: the text for the model and the context entry it made.
+pub struct Answered {
+    pub content: String,
+    pub entry: Entry,
+    /// What the call meant, as the strategy judged it.
+    pub effect: Effect,
+}
+
+/// What an episode's calls score.
+pub struct Scored {
+    pub score: Score,
+    pub protocol: Protocol,
+    pub surfacing: Option<Surfacing>,
+}
+
+impl Tally {
+    pub fn new(comp: &Composite) -> Tally {
+        Tally {
+            calls: Vec::new(),
+            surfaced: Vec::new(),
+            budget: Budget::new(comp.config().results.budget_tokens),
+        }
+    }
+
+    /// Records what is shown before the first call: every definition in `state`.
+    pub fn shown_up_front(&mut self, state: &State) {
+        let mut up_front: Vec<Address> = state.shown.iter().cloned().collect();
+        up_front.sort();
+        self.surfaced.push(Event {
+            addresses: up_front,
+            ranked: false,
+        });
+    }
+
+    /// Answers one call in `turn`: resolved by the composite, held to the result
+    /// budget, counted into `ledger` (fetched definitions or results), recorded.
+    /// `skills_in_context` are the skills whose text the model had when it made it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call(
+        &mut self,
+        comp: &Composite,
+        state: &mut State,
+        databases: &Databases,
+        counter: &Counter,
+        ledger: &mut Ledger,
+        call: &ToolCall,
+        turn: usize,
+        skills_in_context: Vec<String>,
+    ) -> Answered {
+        let unloaded = !comp.is_loaded(state, &call.name)
+            && comp.all_tools().iter().any(|t| t.name == call.name);
+        let mut r = comp.resolve(call, state, databases);
+        r.content = self.budget.apply(std::mem::take(&mut r.content));
+        let n = counter.count(&r.content);
+        let mut record = CallRecord {
+            turn,
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            effect: CallEffect::Error,
+            address: None,
+            fetched: Vec::new(),
+            error: None,
+            schema_errors: Vec::new(),
+            blind: false,
+            args: None,
+            skills_in_context,
+            unloaded,
+        };
+        let layer = match &r.effect {
+            Effect::Fetched { addresses, .. } => {
+                self.surfaced.push(Event {
+                    addresses: addresses.clone(),
+                    ranked: call.name == pool::TOOL_SEARCH,
+                });
+                ledger.fetched += n;
+                record.effect = CallEffect::Fetched;
+                record.fetched = addresses.clone();
+                Layer::Fetched
+            }
+            Effect::Executed {
+                address,
+                args,
+                schema_errors,
+                blind,
+                ..
+            } => {
+                ledger.results += n;
+                record.effect = CallEffect::Executed;
+                record.address = Some(address.clone());
+                record.schema_errors = schema_errors.clone();
+                record.blind = *blind;
+                record.args = Some(args.clone());
+                Layer::Results
+            }
+            Effect::Error { error } => {
+                ledger.results += n;
+                record.error = Some(*error);
+                Layer::Results
+            }
+        };
+        let entry = Entry::new(
+            layer,
+            format!("{}({})", call.name, call.arguments),
+            n,
+            Some(r.content.clone()),
+        );
+        self.calls.push(record);
+        Answered {
+            content: r.content,
+            entry,
+            effect: r.effect,
+        }
+    }
+
+    /// Records a call refused before any strategy saw it (a tool that is not in the
+    /// list the model was given), with `message` as its answer.
+    pub fn refused(
+        &mut self,
+        counter: &Counter,
+        ledger: &mut Ledger,
+        call: &ToolCall,
+        turn: usize,
+        error: ProtocolError,
+        message: &str,
+    ) -> Entry {
+        let n = counter.count(message);
+        ledger.results += n;
+        self.calls.push(CallRecord {
+            turn,
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            effect: CallEffect::Error,
+            address: None,
+            fetched: Vec::new(),
+            error: Some(error),
+            schema_errors: Vec::new(),
+            blind: false,
+            args: None,
+            skills_in_context: Vec::new(),
+            unloaded: false,
+        });
+        Entry::new(
+            Layer::Results,
+            format!("{}({})", call.name, call.arguments),
+            n,
+            Some(message.to_string()),
+        )
+    }
+
+    /// Scores the calls against `query`: `final_skills` are the skills in context at
+    /// the end; `turns` and `hit_max_turns` feed the protocol counters.
+    pub fn score(
+        &self,
+        scenario: &Scenario,
+        query: &Query,
+        final_skills: &[String],
+        databases: &Databases,
+        turns: usize,
+        hit_max_turns: bool,
+    ) -> Scored {
+        let expected: Vec<Address> = query
+            .expect
+            .canonical_calls()
+            .iter()
+            .map(|c| c.address.clone())
+            .collect();
+        Scored {
+            score: score::score(
+                query,
+                &self.calls,
+                final_skills,
+                &scenario.catalog,
+                databases,
+            ),
+            protocol: score::protocol(&self.calls, turns, hit_max_turns),
+            surfacing: surfacing::surfacing(&expected, &self.surfaced),
+        }
+    }
+}

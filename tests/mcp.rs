@@ -1,0 +1,781 @@
+//! Real MCP both ways, with real processes: `import mcp` against a real server
+//! installed from PyPI, and its failures (a command that does not exist, a server
+//! that exits, hangs or answers garbage) with their exit codes and messages; `serve`
+//! read back by discbench's own import under every mode, driven by the Python MCP
+//! SDK's client under `mcp-resource` (and recorded and scored), two sessions at once
+//! keeping separate authorizations, and malformed requests answered with JSON-RPC
+//! errors.
+//!
+//! The Python packages (`tests/mcp/requirements.txt`, every version pinned) go into
+//! a virtualenv under `CARGO_TARGET_TMPDIR/mcp-venv`, made once and kept while the
+//! requirements stay the same. Without python3 or the package registry the tests
+//! that need it say they were skipped; under `CI` that is a failure (`.ci/run` runs
+//! on a machine with python3 and pip).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use discbench::serve::handler::Handler;
+use discbench::serve::session::Session;
+use discbench::serve::{ServeOptions, Served};
+use discbench::strategy::{Mode, ProtocolConfig, Templates};
+use discbench::tokens::{Counter, Encoding};
+use serde_json::{json, Value};
+
+fn discbench() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_discbench"))
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The virtualenv holding the pinned Python packages, or `None` (the test then says
+/// it was skipped) where it cannot be made outside CI.
+fn venv() -> Option<&'static Path> {
+    static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
+    VENV.get_or_init(|| match make_venv() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "the MCP tests need python3 and PyPI in CI: {why}"
+            );
+            None
+        }
+    })
+    .as_deref()
+}
+
+fn make_venv() -> Result<PathBuf, String> {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
+    let wanted = std::fs::read_to_string(root().join("tests/mcp/requirements.txt"))
+        .map_err(|e| e.to_string())?;
+    let marker = dir.join("discbench-requirements.txt");
+    if std::fs::read_to_string(&marker).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(dir);
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| e.to_string())?;
+    }
+    let run = |c: &mut Command| -> Result<(), String> {
+        let o = c.output().map_err(|e| format!("{c:?}: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{c:?} failed: {}", text(&o)))
+        }
+    };
+    run(Command::new("python3").arg("-m").arg("venv").arg(&dir))?;
+    run(Command::new(dir.join("bin/pip"))
+        .args([
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "-r",
+        ])
+        .arg(root().join("tests/mcp/requirements.txt")))?;
+    std::fs::write(&marker, wanted).map_err(|e| e.to_string())?;
+    Ok(dir)
+}
+
+macro_rules! need_venv {
+    () => {
+        match venv() {
+            Some(v) => v,
+            None => {
+                eprintln!(
+                    "SKIPPED: python3 with pip and PyPI are needed to install tests/mcp/requirements.txt"
+                );
+                return;
+            }
+        }
+    };
+}
+
+/// `mcp-server-time` from PyPI, imported, is the committed catalog byte for byte (it
+/// was captured from that version, asking for protocol 2025-06-18, in UTC), and the
+/// file it wrote validates as a dump scenarios can include.
+#[test]
+fn import_reproduces_the_committed_catalog_of_a_real_server() {
+    let venv = need_venv!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("time.tools.json");
+    let o = discbench()
+        .args(["import", "mcp", "--protocol-version", "2025-06-18", "--out"])
+        .arg(&out)
+        .arg("--")
+        .arg(venv.join("bin/mcp-server-time"))
+        .env("TZ", "Etc/UTC")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("mcp-time 2026.10.19 (2025-06-18): 2 tools"),
+        "{}",
+        text(&o)
+    );
+    let committed = std::fs::read(root().join("fixtures/catalogs/mcp-server-time.tools.json"));
+    assert!(
+        std::fs::read(&out).unwrap() == committed.unwrap(),
+        "the import differs from fixtures/catalogs/mcp-server-time.tools.json"
+    );
+    let o = discbench().arg("validate").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+
+    // `--name` renames the server and names the default file; `-` writes to stdout.
+    let o = discbench()
+        .current_dir(dir.path())
+        .args(["import", "mcp", "--name", "clock", "--"])
+        .arg(venv.join("bin/mcp-server-time"))
+        .env("TZ", "Etc/UTC")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("clock.tools.json")).unwrap())
+            .unwrap();
+    assert_eq!(v["serverInfo"]["name"], "clock");
+    // The newest version with a handshake is asked for by default; this server has it.
+    assert_eq!(v["protocolVersion"], "2025-11-25");
+    let o = discbench()
+        .args(["import", "mcp", "--out", "-", "--"])
+        .arg(venv.join("bin/mcp-server-time"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["tools"].as_array().unwrap().len(), 2);
+}
+
+/// A command that cannot start is bad input (exit 2); a server that exits early,
+/// hangs or answers what is not MCP is an infrastructure failure (exit 3) within the
+/// timeout, and the message carries the end of its stderr.
+#[test]
+fn import_failures_are_clear_and_bounded() {
+    let import = |timeout: &str, script: &str| {
+        let started = Instant::now();
+        let o = discbench()
+            .args(["import", "mcp", "--out", "-", "--timeout", timeout])
+            .args(["--", "sh", "-c", script])
+            .output()
+            .unwrap();
+        (o, started.elapsed())
+    };
+    let o = discbench()
+        .args(["import", "mcp", "--", "/no/such/server"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("cannot start `/no/such/server`"),
+        "{}",
+        text(&o)
+    );
+    let o = discbench().args(["import", "mcp"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+
+    let (o, _) = import(
+        "10",
+        "echo 'loading config' >&2; echo 'fatal: no token' >&2; exit 4",
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains("exited (exit status: 4) before it finished answering"),
+        "{t}"
+    );
+    assert!(t.contains("| fatal: no token"), "{t}");
+
+    let (o, took) = import("1", "echo 'waiting forever' >&2; sleep 60");
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("did not finish answering within 1 s"), "{t}");
+    assert!(t.contains("| waiting forever"), "{t}");
+    // The timeout, the grace after stdin closes, SIGTERM: nowhere near the sleep.
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+
+    let (o, _) = import("10", "echo 'Server ready on stdio'; echo '{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":7}'; sleep 60");
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let t = text(&o);
+    assert!(t.contains("failed as an MCP server: initialize"), "{t}");
+    assert!(
+        t.contains(
+            "1 line(s) to stdout that are not JSON-RPC, the first: \"Server ready on stdio\""
+        ),
+        "{t}"
+    );
+    assert!(o.stdout.is_empty(), "nothing is written on failure: {t}");
+}
+
+/// The tools, resources and instructions `serve` discloses for `tiny` under `mode`,
+/// computed in this process through the library (the expectation of the round trip).
+fn disclosed(mode: &str) -> (Value, Option<Value>, String) {
+    let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
+    let served = Arc::new(
+        Served::new(
+            sc,
+            ServeOptions {
+                mode: Mode::parse(mode).unwrap(),
+                templates: Arc::new(Templates::builtin()),
+                protocol: ProtocolConfig::default(),
+                counter: Arc::new(Counter::new(Encoding::O200kBase)),
+                query: None,
+                model: None,
+                recorder: None,
+            },
+        )
+        .unwrap(),
+    );
+    let mut s = Session::new(served.clone());
+    let tools: Vec<Value> = s
+        .list_tools()
+        .into_iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": t.parameters}))
+        .collect();
+    let resources: Vec<Value> = s
+        .list_resources()
+        .into_iter()
+        .map(|r| json!({"uri": r.uri, "name": r.name, "description": r.description, "mimeType": r.mime_type}))
+        .collect();
+    (
+        Value::Array(tools),
+        (!resources.is_empty()).then(|| Value::Array(resources)),
+        served.composite.system().to_string(),
+    )
+}
+
+/// discbench's own import, run against `discbench serve` as a real process, reads back
+/// exactly what serve discloses, under every mode it serves.
+#[test]
+fn import_reads_back_what_serve_discloses_under_every_mode() {
+    let tiny = root().join("fixtures/snapshot/tiny.yaml");
+    for mode in ["legacy", "progressive", "inline", "mcp-resource"] {
+        let o = discbench()
+            .args(["import", "mcp", "--out", "-", "--"])
+            .arg(env!("CARGO_BIN_EXE_discbench"))
+            .arg("serve")
+            .arg(&tiny)
+            .args(["--mode", mode])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{mode}: {}", text(&o));
+        let got: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let (tools, resources, instructions) = disclosed(mode);
+        assert_eq!(got["tools"], tools, "{mode}: tools/list");
+        assert_eq!(
+            got.get("resources").cloned(),
+            resources,
+            "{mode}: resources/list"
+        );
+        assert_eq!(got["instructions"], instructions, "{mode}: instructions");
+        assert_eq!(got["serverInfo"]["name"], "discbench-tiny");
+        let names: Vec<&str> = got["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        let issue = got["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "github__create_issue");
+        match mode {
+            // Every MCP tool, connector action and database tool as its own tool.
+            "legacy" => {
+                for n in [
+                    "erp__get_order",
+                    "erp__delete_order",
+                    "hr__query",
+                    "github__create_issue",
+                    "calculator",
+                ] {
+                    assert!(names.contains(&n), "legacy lists {n}: {names:?}");
+                }
+                assert_eq!(
+                    issue.unwrap()["inputSchema"]["required"],
+                    json!(["repo", "title"])
+                );
+            }
+            // FIM One's meta-tools.
+            "progressive" | "inline" => {
+                for n in ["connector", "database", "mcp"] {
+                    assert!(names.contains(&n), "{mode} lists {n}: {names:?}");
+                }
+                assert!(issue.is_none(), "{mode}: {names:?}");
+            }
+            // The guide's minimal tools/list: one sentence, an open schema, no
+            // read_resource tool; the workflow is the resource's description.
+            _ => {
+                assert_eq!(
+                    issue.unwrap()["inputSchema"],
+                    json!({"type": "object", "additionalProperties": true})
+                );
+                assert!(!names.contains(&"read_resource"), "{names:?}");
+                let r = &got["resources"][0];
+                assert_eq!(r["uri"], "resource:///tool_descriptions");
+                assert!(
+                    r["description"].as_str().unwrap().contains("?tools="),
+                    "{r}"
+                );
+            }
+        }
+    }
+}
+
+/// The Python MCP SDK's client (PyPI `mcp`) under `mcp-resource`: it lists, is refused
+/// before reading (TOOL_DESCRIPTION_REQUIRED) and when reading without ?tools=
+/// (MISSING_TOOL_SELECTION), reads, then calls successfully; the session, tied to the
+/// query and recorded, is scored as an outcome `report` reads.
+#[test]
+fn python_sdk_client_follows_the_progressive_disclosure_protocol() {
+    let venv = need_venv!();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let o = Command::new(venv.join("bin/python"))
+        .arg(root().join("tests/mcp/client.py"))
+        .args([
+            "github__create_issue",
+            r#"{"repo": "acme/app", "title": "Crash on start"}"#,
+        ])
+        .arg(env!("CARGO_BIN_EXE_discbench"))
+        .arg("serve")
+        .arg(root().join("fixtures/snapshot/tiny.yaml"))
+        .args(["--mode", "mcp-resource", "--query", "issue", "--record"])
+        .arg(&runs)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(seen["server"], "discbench-tiny");
+    let tool = &seen["tools"]["github__create_issue"];
+    assert_eq!(tool["description"], "Open an issue in a repository.");
+    assert_eq!(
+        tool["input_schema"],
+        json!({"type": "object", "additionalProperties": true})
+    );
+    assert_eq!(seen["resources"][0]["uri"], "resource:///tool_descriptions");
+
+    let before = &seen["call_before_read"];
+    assert_eq!(before["is_error"], true, "{before}");
+    let refusal: Value = serde_json::from_str(before["text"].as_str().unwrap()).unwrap();
+    assert_eq!(refusal["error"]["code"], "TOOL_DESCRIPTION_REQUIRED");
+    assert_eq!(
+        refusal["error"]["resource_uri"],
+        "resource:///tool_descriptions?tools=github__create_issue"
+    );
+    let bare: Value = serde_json::from_str(seen["read_without_tools"].as_str().unwrap()).unwrap();
+    assert_eq!(bare["error"]["code"], "MISSING_TOOL_SELECTION");
+    assert_eq!(
+        bare["error"]["available_tools"],
+        json!(["github__create_issue"])
+    );
+    let read: Value = serde_json::from_str(seen["read"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        read["github__create_issue"]["inputSchema"]["required"],
+        json!(["repo", "title"])
+    );
+    assert_eq!(
+        read["github__create_issue"]["examples"][0]["input"]["repo"],
+        "acme/app"
+    );
+    let after = &seen["call_after_read"];
+    assert_eq!(after["is_error"], false, "{after}");
+    assert_eq!(after["text"], r#"{"status":"ok"}"#);
+
+    // The session was recorded and scored against the query `issue`.
+    let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+    let outcomes: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(outcomes.len(), 1, "{lines}");
+    let out = &outcomes[0];
+    assert_eq!(out["scenario"], "tiny");
+    assert_eq!(out["query_id"], "issue");
+    assert_eq!(out["mode"], "mcp-resource");
+    assert_eq!(out["model"], "client:mcp");
+    assert_eq!(out["score"]["exact"], true, "{out}");
+    assert_eq!(out["score"]["args_ok"], true, "{out}");
+    assert_eq!(out["protocol"]["description_required"], 1, "{out}");
+    assert_eq!(out["protocol"]["missing_tool_selection"], 1, "{out}");
+    let calls: Vec<(&str, &str)> = out["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["tool"].as_str().unwrap(), c["effect"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("github__create_issue", "error"),
+            ("read_resource", "error"),
+            ("read_resource", "fetched"),
+            ("github__create_issue", "executed"),
+        ]
+    );
+    assert!(out["tokens"]["tool_defs"].as_u64().unwrap() > 0, "{out}");
+    assert!(out["tokens"]["fetched"].as_u64().unwrap() > 0, "{out}");
+    // The same reports as a run's.
+    let o = discbench().arg("report").arg(&runs).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(runs.join("summary.json").is_file() && runs.join("index.html").is_file());
+}
+
+/// Two sessions of one served scenario at once, through rmcp in this process: what one
+/// reads authorizes nothing for the other.
+#[test]
+fn concurrent_sessions_keep_separate_authorizations() {
+    use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+    use rmcp::ServiceExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
+    let served = Arc::new(
+        Served::new(
+            sc,
+            ServeOptions {
+                mode: Mode::preset("mcp-resource").unwrap(),
+                templates: Arc::new(Templates::builtin()),
+                protocol: ProtocolConfig::default(),
+                counter: Arc::new(Counter::new(Encoding::O200kBase)),
+                query: None,
+                model: None,
+                recorder: None,
+            },
+        )
+        .unwrap(),
+    );
+    rt.block_on(async {
+        let connect = || async {
+            let (client_end, server_end) = tokio::io::duplex(1 << 16);
+            let handler = Handler::new(served.clone());
+            tokio::spawn(async move {
+                let s = handler.serve(tokio::io::split(server_end)).await.unwrap();
+                let _ = s.waiting().await;
+            });
+            ().serve(tokio::io::split(client_end)).await.unwrap()
+        };
+        let (a, b) = (connect().await, connect().await);
+        let args: serde_json::Map<String, Value> =
+            serde_json::from_value(json!({"repo": "acme/app", "title": "Crash"})).unwrap();
+        let call =
+            || CallToolRequestParams::new("github__create_issue").with_arguments(args.clone());
+        a.peer()
+            .read_resource(ReadResourceRequestParams::new(
+                "resource:///tool_descriptions?tools=github__create_issue",
+            ))
+            .await
+            .unwrap();
+        // Both at once: a may call, b may not.
+        let (ra, rb) = tokio::join!(a.peer().call_tool(call()), b.peer().call_tool(call()));
+        let (ra, rb) = (ra.unwrap(), rb.unwrap());
+        assert_eq!(ra.is_error, Some(false), "{ra:?}");
+        assert_eq!(rb.is_error, Some(true), "{rb:?}");
+        let refused = serde_json::to_string(&rb.content).unwrap();
+        assert!(refused.contains("TOOL_DESCRIPTION_REQUIRED"), "{refused}");
+        // And b's own read authorizes b.
+        b.peer()
+            .read_resource(ReadResourceRequestParams::new(
+                "resource:///tool_descriptions?tools=github__create_issue",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            b.peer().call_tool(call()).await.unwrap().is_error,
+            Some(false)
+        );
+        a.cancel().await.unwrap();
+        b.cancel().await.unwrap();
+    });
+}
+
+/// Malformed requests to `discbench serve` get JSON-RPC errors and the server goes on;
+/// stdout carries only JSON-RPC; closing stdin ends it cleanly (exit 0).
+#[test]
+fn malformed_requests_get_json_rpc_errors_never_a_crash() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .arg("serve")
+        .arg(root().join("fixtures/snapshot/tiny.yaml"))
+        .args(["--mode", "mcp-resource"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let lines = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "this is not JSON",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":5}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"github__create_issue","arguments":"not an object"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#,
+    ];
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
+    // Read answers until every request has one (they may come in any order).
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(stdout).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut answers: Vec<Value> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(1..=7).all(|id| answers.iter().any(|a| a["id"] == id)) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let l = rx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("every request answered in time; got {answers:?}"));
+        answers.push(
+            serde_json::from_str(&l)
+                .unwrap_or_else(|e| panic!("stdout is not JSON-RPC: {l:?}: {e}")),
+        );
+    }
+    let by_id = |id: i64| answers.iter().find(|a| a["id"] == id).cloned();
+    let code = |id: i64| by_id(id).and_then(|a| a["error"]["code"].as_i64());
+    assert_eq!(code(2), Some(-32602), "unknown tool: {:?}", by_id(2));
+    assert_eq!(code(3), Some(-32602), "bad params: {:?}", by_id(3));
+    assert_eq!(code(4), Some(-32601), "unknown method: {:?}", by_id(4));
+    assert_eq!(code(5), Some(-32002), "unknown resource: {:?}", by_id(5));
+    assert!(
+        by_id(6).is_some_and(|a| a.get("error").is_some()),
+        "{:?}",
+        by_id(6)
+    );
+    assert!(
+        by_id(7).unwrap()["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 5
+    );
+    // Closing stdin ends the server cleanly.
+    drop(stdin);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "serve did not exit after stdin closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        err.contains("discbench serve: tiny under mcp-resource"),
+        "{err}"
+    );
+}
+
+/// Under legacy, calls are answered from the scenario's fixture responses and its
+/// SQLite database; SIGTERM ends a served session like a client leaving: it is
+/// recorded and scored, and the server exits 0.
+#[test]
+fn sigterm_records_the_session_and_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .arg("serve")
+        .arg(root().join("fixtures/snapshot/tiny.yaml"))
+        .args([
+            "--mode",
+            "legacy",
+            "--query",
+            "issue",
+            "--model",
+            "raw-client",
+            "--record",
+        ])
+        .arg(&runs)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for l in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"github__create_issue","arguments":{"repo":"acme/app","title":"Crash on start"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"erp__get_order","arguments":{"order_id":"9921"}}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"hr__query","arguments":{"sql":"SELECT name FROM people"}}}"#,
+    ] {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut answers: Vec<Value> = Vec::new();
+    while answers.len() < 5 {
+        let mut l = String::new();
+        assert!(
+            out.read_line(&mut l).unwrap() > 0,
+            "serve closed stdout early"
+        );
+        answers.push(serde_json::from_str(&l).unwrap());
+    }
+    // Calls are answered as in a run: the scenario's fixture response, its SQLite rows.
+    let answer = |id: i64| {
+        let a = answers.iter().find(|a| a["id"] == id).unwrap();
+        a["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let order: Value = serde_json::from_str(&answer(4)).unwrap();
+    assert_eq!(order, json!({"order_id": "9921", "total": 84.5}));
+    assert!(answer(5).contains("Ada"), "{}", answer(5));
+    let o = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    let line = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+    let o: Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(o["model"], "raw-client");
+    assert_eq!(o["mode"], "legacy");
+    // The expected call, and two the query did not ask for: scored as in a run.
+    assert_eq!(o["score"]["recall"], 1.0, "{o}");
+    assert_eq!(o["score"]["precision"], 1.0 / 3.0, "{o}");
+    assert_eq!(o["score"]["exact"], false, "{o}");
+    assert_eq!(o["calls"].as_array().unwrap().len(), 3, "{o}");
+    // Legacy disclosed every tool up front, counted once.
+    assert!(o["tokens"]["tool_defs"].as_u64().unwrap() > 100, "{o}");
+    drop(stdin);
+}
+
+/// Streamable HTTP both ways, with real processes: `serve --transport http` is read
+/// back by `import mcp --url` exactly as over stdio; two Python SDK clients, one after
+/// the other on one server, each name the query in the URL and each is refused before
+/// its own read (authorizations are per session, not per server); SIGTERM stops the
+/// server with exit 0, and both sessions are recorded, scored, as repeats 0 and 1.
+#[test]
+fn streamable_http_both_ways() {
+    let venv = need_venv!();
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let tiny = root().join("fixtures/snapshot/tiny.yaml");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .arg("serve")
+        .arg(&tiny)
+        .args([
+            "--mode",
+            "mcp-resource",
+            "--transport",
+            "http",
+            "--listen",
+            "127.0.0.1:0",
+            "--record",
+        ])
+        .arg(&runs)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(server.stderr.take().unwrap());
+    let url = loop {
+        let mut l = String::new();
+        assert!(
+            err.read_line(&mut l).unwrap() > 0,
+            "serve ended before it listened"
+        );
+        if let Some(i) = l.find("http://") {
+            break l[i..].trim().to_string();
+        }
+    };
+
+    let o = discbench()
+        .args(["import", "mcp", "--out", "-", "--url", &url])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let over_http: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let (tools, resources, instructions) = disclosed("mcp-resource");
+    assert_eq!(over_http["tools"], tools);
+    assert_eq!(over_http.get("resources").cloned(), resources);
+    assert_eq!(over_http["instructions"], instructions);
+
+    let client = || {
+        let o = Command::new(venv.join("bin/python"))
+            .arg(root().join("tests/mcp/client.py"))
+            .args([
+                "github__create_issue",
+                r#"{"repo": "acme/app", "title": "Crash on start"}"#,
+            ])
+            .arg(format!("{url}?query=issue"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    for seen in [client(), client()] {
+        assert_eq!(seen["call_before_read"]["is_error"], true, "{seen}");
+        assert_eq!(seen["call_after_read"]["is_error"], false, "{seen}");
+    }
+
+    let o = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let status = server.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    assert!(status.success(), "{status}: {rest}");
+    let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+    let outcomes: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut repeats: Vec<u64> = outcomes
+        .iter()
+        .map(|o| o["repeat"].as_u64().unwrap())
+        .collect();
+    repeats.sort();
+    assert_eq!(repeats, [0, 1], "{lines}");
+    for o in &outcomes {
+        assert_eq!(o["query_id"], "issue");
+        assert_eq!(o["score"]["exact"], true, "{o}");
+        assert_eq!(o["protocol"]["description_required"], 1, "{o}");
+    }
+}
