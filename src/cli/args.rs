@@ -98,7 +98,6 @@ pub struct ServeArgs {
     pub templates: Option<PathBuf>,
 }
 
-
 #[derive(Args, Debug)]
 pub struct MergeArgs {
     /// Shard run directories of one plan.
