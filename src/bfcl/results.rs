@@ -157,6 +157,7 @@ pub fn judge(
                 args: Some(args.clone()),
                 skills_in_context: Vec::new(),
                 unloaded: false,
+                cut: Vec::new(),
             }
         })
         .collect();

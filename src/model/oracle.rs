@@ -121,7 +121,20 @@ impl OracleSession {
                 continue;
             }
             let args = oracle_args(t, protocol);
-            if let Some((tool, mut a)) = protocol.route(t, &args, &state) {
+            // A definition the result budget cut from the answer that should have
+            // shown it: no path of the protocol shows it whole. A skill's text cannot
+            // be had (its step stays unmet); a tool is called as it stands, blind.
+            let route = if state.cut.contains(&t.address) {
+                if matches!(t.address, Address::Skill(_)) {
+                    continue;
+                }
+                let mut probe = state.clone();
+                probe.shown.insert(t.address.clone());
+                protocol.route(t, &args, &probe)
+            } else {
+                protocol.route(t, &args, &state)
+            };
+            if let Some((tool, mut a)) = route {
                 // Loading tools: load every one the rest of the task needs at once.
                 if tool == crate::strategy::selection::REQUEST_TOOLS {
                     let missing: Vec<String> = protocol

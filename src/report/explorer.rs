@@ -350,10 +350,18 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         .calls
         .iter()
         .map(|c| {
-            let note = c
+            let mut note = c
                 .error
                 .map(|e| e.as_str().to_string())
                 .unwrap_or_else(|| c.schema_errors.join("; "));
+            if !c.cut.is_empty() {
+                let cut: Vec<String> = c.cut.iter().map(|a| a.to_string()).collect();
+                note = format!(
+                    "{} definitions cut by the result budget: {}",
+                    cut.len(),
+                    cut.join(", ")
+                );
+            }
             json!([
                 c.turn,
                 st.id(&c.tool),

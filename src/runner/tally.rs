@@ -77,7 +77,38 @@ impl Tally {
         let unloaded = !comp.is_loaded(state, &call.name)
             && comp.all_tools().iter().any(|t| t.name == call.name);
         let mut r = comp.resolve(call, state, databases);
-        r.content = self.budget.apply(std::mem::take(&mut r.content));
+        let whole = r.content.len();
+        let (content, kept) = self.budget.apply_kept(std::mem::take(&mut r.content));
+        r.content = content;
+        // Definitions the budget cut out of the answer were never shown whole: the
+        // model that calls them calls blind.
+        let mut cut = Vec::new();
+        if let (
+            Some(kept),
+            Effect::Fetched {
+                addresses,
+                join,
+                ends,
+            },
+        ) = (kept, &mut r.effect)
+        {
+            if join.is_empty() {
+                cut = cut_definitions(addresses, ends, kept, whole);
+                addresses.retain(|a| !cut.contains(a));
+                for a in &cut {
+                    if state.newly_shown.contains(a) {
+                        state.shown.remove(a);
+                        if let Address::Skill(n) = a {
+                            state.loaded_skills.remove(n);
+                        }
+                    }
+                    if let Some(i) = state.fetched.iter().rposition(|x| x == a) {
+                        state.fetched.remove(i);
+                    }
+                    state.cut.insert(a.clone());
+                }
+            }
+        }
         let n = counter.count(&r.content);
         let mut record = CallRecord {
             turn,
@@ -92,6 +123,7 @@ impl Tally {
             args: None,
             skills_in_context,
             unloaded,
+            cut,
         };
         let layer = match &r.effect {
             Effect::Fetched { addresses, .. } => {
@@ -165,6 +197,7 @@ impl Tally {
             args: None,
             skills_in_context: Vec::new(),
             unloaded: false,
+            cut: Vec::new(),
         });
         Entry::new(
             Layer::Results,
@@ -202,5 +235,51 @@ impl Tally {
             protocol: score::protocol(&self.calls, turns, hit_max_turns),
             surfacing: surfacing::surfacing(&expected, &self.surfaced),
         }
+    }
+}
+
+/// Which of the `addresses` an answer of `whole` bytes, cut by the result budget to
+/// its first `kept` bytes, no longer holds whole: those whose definition ends past the
+/// cut (`ends`, when the strategy gave where each ends); without `ends`, every one
+/// but a database's (its query tool is known from the listing's first line on).
+pub fn cut_definitions(
+    addresses: &[Address],
+    ends: &[usize],
+    kept: usize,
+    whole: usize,
+) -> Vec<Address> {
+    if kept >= whole {
+        return Vec::new();
+    }
+    addresses
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| match ends.get(*i) {
+            Some(&end) if ends.len() == addresses.len() => end > kept,
+            _ => !(matches!(a, Address::Database(_)) && kept > 0),
+        })
+        .map(|(_, a)| a.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_answer_keeps_the_definitions_that_end_before_the_cut() {
+        let a = |t: &str| Address::Mcp("s".into(), t.into());
+        let addrs = [a("x"), a("y"), a("z")];
+        assert_eq!(cut_definitions(&addrs, &[10, 20, 30], 20, 30), [a("z")]);
+        assert_eq!(cut_definitions(&addrs, &[10, 20, 30], 9, 30), addrs);
+        assert!(cut_definitions(&addrs, &[10, 20, 30], 30, 30).is_empty());
+        // Without per-definition offsets: all of them, but a database's listing.
+        let db = Address::Database("hr".into());
+        let skill = Address::Skill("SOP".into());
+        assert_eq!(
+            cut_definitions(&[db.clone(), skill.clone()], &[], 5, 30),
+            [skill]
+        );
+        assert_eq!(cut_definitions(std::slice::from_ref(&db), &[], 0, 30), [db]);
     }
 }

@@ -57,6 +57,10 @@ pub struct CallRecord {
     /// The tool called exists but was not loaded by the selection step.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unloaded: bool,
+    /// Fetches: definitions the answer would have held but the result budget cut
+    /// (never shown whole).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cut: Vec<Address>,
 }
 
 /// The selection metrics of one outcome.

@@ -34,6 +34,7 @@ fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallR
         args: (effect == "executed").then(|| json!({"order_id": "9921"})),
         skills_in_context: skills.iter().map(|s| s.to_string()).collect(),
         unloaded: false,
+        cut: Vec::new(),
     }
 }
 
@@ -156,6 +157,7 @@ fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
         args: Some(args),
         skills_in_context: Vec::new(),
         unloaded: false,
+        cut: Vec::new(),
     }
 }
 

@@ -560,15 +560,20 @@ impl Composite {
         }
         let r = self.parts[i].resolve(&call.name, &args, state, &env);
         match &r.effect {
-            Effect::Fetched { addresses, join } => {
+            Effect::Fetched {
+                addresses, join, ..
+            } => {
                 if !join.is_empty() {
                     self.join(state, join, self.mode.search.placement);
                 }
+                state.newly_shown.clear();
                 for a in addresses {
                     if let Address::Skill(n) = a {
                         state.loaded_skills.insert(n.clone());
                     }
-                    state.shown.insert(a.clone());
+                    if state.shown.insert(a.clone()) {
+                        state.newly_shown.push(a.clone());
+                    }
                     state.fetched.push(a.clone());
                 }
             }

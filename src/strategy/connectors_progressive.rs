@@ -12,7 +12,7 @@ use super::execute::execute;
 use super::protocol::{
     arg_str, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
 };
-use super::results::pretty;
+use super::results::{join_marked, pretty};
 use super::templates::{TemplateError, Templates};
 use crate::catalog::{safe_name, Address, Catalog, Connector};
 use crate::scenario::ExpectedCall;
@@ -86,13 +86,14 @@ impl ConnectorsProgressive {
 
 /// `discover`'s answer: the connector, then per action its method, path, description
 /// and parameters (indented JSON, or `(none)`).
-fn discover_text(conn: &Connector, shown_as: &str) -> String {
+fn discover_text(conn: &Connector, shown_as: &str) -> (String, Vec<usize>) {
     let mut lines = vec![
         format!("Connector: {shown_as}"),
         format!("Description: {}", or_name(&conn.description, &conn.name)),
         format!("Actions ({}):", conn.actions.len()),
         String::new(),
     ];
+    let mut marks = Vec::with_capacity(conn.actions.len());
     for a in &conn.actions {
         lines.push(format!("  {}:", safe_name(&a.name)));
         lines.push(format!("    method: {}", a.method.as_deref().unwrap_or("")));
@@ -108,8 +109,9 @@ fn discover_text(conn: &Connector, shown_as: &str) -> String {
             format!("    parameters: {}", pretty(&a.parameters))
         });
         lines.push(String::new());
+        marks.push(lines.len());
     }
-    lines.join("\n")
+    join_marked(&lines, &marks)
 }
 
 impl Strategy for ConnectorsProgressive {
@@ -152,13 +154,13 @@ impl Strategy for ConnectorsProgressive {
                 Vec::new(),
             ),
             "discover" => {
-                let content = discover_text(conn, name);
+                let (content, ends) = discover_text(conn, name);
                 let addrs = conn
                     .actions
                     .iter()
                     .map(|a| Address::Connector(conn.name.clone(), a.name.clone()))
                     .collect();
-                Resolution::fetched(content, addrs)
+                Resolution::fetched_at(content, addrs, ends)
             }
             "execute" => {
                 let action = match arg_str(args, "action", tool) {

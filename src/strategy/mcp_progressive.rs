@@ -11,7 +11,7 @@ use super::execute::execute;
 use super::protocol::{
     arg_str, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
 };
-use super::results::pretty;
+use super::results::{join_marked, pretty};
 use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
@@ -64,13 +64,14 @@ impl McpProgressive {
 
 /// `discover`'s answer: the server, then per tool its description and input schema
 /// (indented JSON, or `(none)` when it has no properties).
-fn discover_text(server: &crate::catalog::McpServer) -> String {
+fn discover_text(server: &crate::catalog::McpServer) -> (String, Vec<usize>) {
     let mut lines = vec![
         format!("Server: {}", server.name),
         format!("Description: {}", server.name),
         format!("Tools ({}):", server.tools.len()),
         String::new(),
     ];
+    let mut marks = Vec::with_capacity(server.tools.len());
     for t in &server.tools {
         lines.push(format!("  {}:", t.name));
         if !t.description.is_empty() {
@@ -87,8 +88,9 @@ fn discover_text(server: &crate::catalog::McpServer) -> String {
             "    parameters: (none)".to_string()
         });
         lines.push(String::new());
+        marks.push(lines.len());
     }
-    lines.join("\n")
+    join_marked(&lines, &marks)
 }
 
 impl Strategy for McpProgressive {
@@ -130,13 +132,13 @@ impl Strategy for McpProgressive {
                 Resolution::fetched(format!("Server '{name}' offers no tools."), Vec::new())
             }
             "discover" => {
-                let content = discover_text(server);
+                let (content, ends) = discover_text(server);
                 let addrs = server
                     .tools
                     .iter()
                     .map(|t| Address::Mcp(server.name.clone(), t.name.clone()))
                     .collect();
-                Resolution::fetched(content, addrs)
+                Resolution::fetched_at(content, addrs, ends)
             }
             "call" => {
                 let t = match arg_str(args, "tool", tool) {

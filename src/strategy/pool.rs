@@ -245,7 +245,11 @@ impl Pool {
             .collect();
         Resolution {
             content,
-            effect: super::protocol::Effect::Fetched { addresses, join },
+            effect: super::protocol::Effect::Fetched {
+                addresses,
+                join,
+                ends: Vec::new(),
+            },
         }
     }
 

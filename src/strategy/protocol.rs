@@ -48,6 +48,12 @@ pub struct State {
     /// MCP tools (their listed names) whose description this episode has read
     /// (`mcp-resource`): the only ones it may call. Per episode, never shared.
     pub authorized: BTreeSet<String>,
+    /// Addresses the last call showed for the first time (so that a definition the
+    /// result budget then cut can be taken back without touching earlier ones).
+    pub newly_shown: Vec<Address>,
+    /// Addresses whose definitions were fetched but cut from the answer by the result
+    /// budget: never shown whole. A model that calls them calls blind.
+    pub cut: BTreeSet<Address>,
 }
 
 /// A protocol error: the call was not understood or not allowed.
@@ -97,6 +103,12 @@ pub enum Effect {
         /// (tool search); empty for definitions returned as text.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         join: Vec<String>,
+        /// For definitions returned as text: where each address's definition ends in
+        /// the answer (a byte offset, in the order of `addresses`), so that a result
+        /// cut by the budget shows only the definitions it still holds whole. Empty
+        /// when the answer has no per-address parts (a skill's text, a schema listing).
+        #[serde(skip)]
+        ends: Vec<usize>,
     },
     /// A real call, with the arguments it was made with.
     Executed {
@@ -130,11 +142,18 @@ impl Resolution {
     }
 
     pub fn fetched(content: String, addresses: Vec<Address>) -> Resolution {
+        Resolution::fetched_at(content, addresses, Vec::new())
+    }
+
+    /// Definitions returned as text, each ending at its offset in `ends`.
+    pub fn fetched_at(content: String, addresses: Vec<Address>, ends: Vec<usize>) -> Resolution {
+        debug_assert!(ends.is_empty() || ends.len() == addresses.len());
         Resolution {
             content,
             effect: Effect::Fetched {
                 addresses,
                 join: Vec::new(),
+                ends,
             },
         }
     }

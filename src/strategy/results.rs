@@ -38,6 +38,23 @@ fn first_keys(items: &[Value]) -> Option<String> {
     }
 }
 
+/// `lines` joined by line breaks, and the byte offset in the result where each block
+/// ends: block `i` is `lines[..marks[i]]` (a definition-per-block answer such as
+/// `discover`'s, whose parts the result budget may cut).
+pub fn join_marked(lines: &[String], marks: &[usize]) -> (String, Vec<usize>) {
+    let text = lines.join("\n");
+    let mut ends = Vec::with_capacity(marks.len());
+    let (mut k, mut at) = (0, 0);
+    for &m in marks {
+        while k < m {
+            at += lines[k].len() + usize::from(k > 0);
+            k += 1;
+        }
+        ends.push(at);
+    }
+    (text, ends)
+}
+
 fn prefix(s: &str, chars: usize) -> &str {
     match s.char_indices().nth(chars) {
         Some((i, _)) => &s[..i],
@@ -101,23 +118,31 @@ impl Budget {
     }
 
     pub fn apply(&mut self, content: String) -> String {
+        self.apply_kept(content).0
+    }
+
+    /// As [`Budget::apply`], and how many bytes of `content` the answer kept when it
+    /// was cut (`None` when it was not).
+    pub fn apply_kept(&mut self, content: String) -> (String, Option<usize>) {
         if self.budget == 0 {
-            return content;
+            return (content, None);
         }
+        let mut kept = None;
         let mut est = content.chars().count() / 4;
         let mut out = content;
         if self.used + est > self.budget {
             let keep = self.budget.saturating_sub(self.used).saturating_mul(4);
+            let head = prefix(&out, keep);
+            kept = Some(head.len());
             out = format!(
-                "{}\n\n[Cut: the tool results of this request are over their budget ({}/{} tokens used)]",
-                prefix(&out, keep),
+                "{head}\n\n[Cut: the tool results of this request are over their budget ({}/{} tokens used)]",
                 self.used,
                 self.budget
             );
             est = out.chars().count() / 4;
         }
         self.used += est;
-        out
+        (out, kept)
     }
 }
 
@@ -131,6 +156,30 @@ mod tests {
             max_chars,
             max_items,
         }
+    }
+
+    #[test]
+    fn marked_blocks_end_where_their_lines_end() {
+        let lines: Vec<String> = ["head", "", "  a:", "    x", "", "  b:", ""]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (text, ends) = join_marked(&lines, &[5, 7]);
+        assert_eq!(text, lines.join("\n"));
+        assert_eq!(&text[..ends[0]], "head\n\n  a:\n    x\n");
+        assert_eq!(ends[1], text.len());
+    }
+
+    #[test]
+    fn the_budget_says_how_much_of_a_cut_answer_it_kept() {
+        let mut b = Budget::new(10);
+        let (out, kept) = b.apply_kept("é".repeat(30));
+        assert_eq!(kept, None);
+        assert_eq!(out.chars().count(), 30);
+        let (out, kept) = b.apply_kept("x".repeat(100));
+        // 7 tokens used of 10: 3 left, 12 characters.
+        assert_eq!(kept, Some(12));
+        assert!(out.starts_with(&"x".repeat(12)) && out.contains("[Cut:"));
     }
 
     #[test]
