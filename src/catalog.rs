@@ -456,6 +456,51 @@ impl Catalog {
         }
     }
 
+    /// The catalog with only the addresses in `keep` (a connector or MCP server keeps
+    /// the actions or tools kept, and goes when none is; fixture answers follow).
+    pub fn restricted(&self, keep: &std::collections::HashSet<Address>) -> Catalog {
+        let has = |a: Address| keep.contains(&a);
+        Catalog {
+            skills: (self.skills.iter())
+                .filter(|s| has(Address::Skill(s.name.clone())))
+                .cloned()
+                .collect(),
+            connectors: (self.connectors.iter())
+                .filter_map(|c| {
+                    let actions: Vec<Action> = (c.actions.iter())
+                        .filter(|a| has(Address::Connector(c.name.clone(), a.name.clone())))
+                        .cloned()
+                        .collect();
+                    (!actions.is_empty()).then(|| Connector {
+                        actions,
+                        ..c.clone()
+                    })
+                })
+                .collect(),
+            databases: (self.databases.iter())
+                .filter(|d| has(Address::Database(d.name.clone())))
+                .cloned()
+                .collect(),
+            mcp_servers: (self.mcp_servers.iter())
+                .filter_map(|s| {
+                    let tools: Vec<McpTool> = (s.tools.iter())
+                        .filter(|t| has(Address::Mcp(s.name.clone(), t.name.clone())))
+                        .cloned()
+                        .collect();
+                    (!tools.is_empty()).then(|| McpServer { tools, ..s.clone() })
+                })
+                .collect(),
+            builtins: (self.builtins.iter())
+                .filter(|b| has(Address::Builtin(b.name.clone())))
+                .cloned()
+                .collect(),
+            responses: (self.responses.iter())
+                .filter(|r| keep.contains(&r.address))
+                .cloned()
+                .collect(),
+        }
+    }
+
     pub fn has(&self, kind: Kind) -> bool {
         match kind {
             Kind::Skills => !self.skills.is_empty(),

@@ -23,6 +23,7 @@ use super::summary::{
     PROTOCOL_RATES,
 };
 use crate::record;
+use crate::scenario::sweep::order_key;
 
 /// Rows per Parquet batch while flattening.
 const BATCH: usize = 65_536;
@@ -587,7 +588,14 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
     }
     // The empty groups were pushed after the sorted ones: sort again so that every
     // reader can rely on scenario, mode, model order (one section per scenario).
-    groups.sort_by(|a, b| (&a.scenario, &a.mode, &a.model).cmp(&(&b.scenario, &b.mode, &b.model)));
+    // A sweep's sizes come in numeric order (`hub@30` before `hub@100`).
+    groups.sort_by(|a, b| {
+        (order_key(&a.scenario), &a.mode, &a.model).cmp(&(
+            order_key(&b.scenario),
+            &b.mode,
+            &b.model,
+        ))
+    });
     let snapshot = groups.clone();
     for g in &mut groups {
         // A group without a scored outcome has no token medians to compare.
@@ -606,7 +614,15 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         }
     }
 
-    let pairs = mcnemar_pairs(&ok)?;
+    let mut pairs = mcnemar_pairs(&ok)?;
+    pairs.sort_by(|a, b| {
+        (order_key(&a.scenario), &a.model, &a.mode_a, &a.mode_b).cmp(&(
+            order_key(&b.scenario),
+            &b.model,
+            &b.mode_a,
+            &b.mode_b,
+        ))
+    });
     Ok(Summary {
         run_id,
         tokenizer,
@@ -670,8 +686,8 @@ fn add_query_infra(base: &LazyFrame, queries: &mut Vec<QueryRow>) -> anyhow::Res
         }
     }
     queries.sort_by(|a, b| {
-        (&a.scenario, &a.mode, &a.model, &a.query_id).cmp(&(
-            &b.scenario,
+        (order_key(&a.scenario), &a.mode, &a.model, &a.query_id).cmp(&(
+            order_key(&b.scenario),
             &b.mode,
             &b.model,
             &b.query_id,

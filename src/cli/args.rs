@@ -39,6 +39,28 @@ pub enum Command {
     /// Serve a scenario as a real MCP server under one mode, so that agent clients
     /// discbench does not drive (IDE, desktop, your own) can be measured.
     Serve(ServeArgs),
+    /// Run one scenario at several catalog sizes: each query's catalog holds the tools
+    /// it needs and distractors drawn (by seed) from the scenario and a pool of real
+    /// MCP captures, up to each size; one run directory, resumable and shardable like
+    /// any other, whose report draws accuracy, recall@5 and tokens against size.
+    Sweep(Box<SweepArgs>),
+}
+
+#[derive(Args, Debug)]
+pub struct SweepArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Catalog sizes: callable addresses in each query's catalog, e.g. 10,30,100,300,1000
+    #[arg(long, value_name = "N,N,…", required_unless_present = "resume")]
+    pub sizes: Option<String>,
+    /// Real MCP captures (`*.tools.json` files, or directories of them) to draw
+    /// distractors from; repeatable [default: fixtures/catalogs]
+    #[arg(long, value_name = "FILE|DIR")]
+    pub pool: Vec<PathBuf>,
+    /// Draw the distractors closest (BM25 on name and description) to the tools each
+    /// query needs, instead of at random: where selection breaks.
+    #[arg(long)]
+    pub near_duplicates: bool,
 }
 
 #[derive(Args, Debug)]
@@ -199,6 +221,10 @@ pub struct Common {
     /// flags nor the environment of the resuming shell can change them.
     #[arg(skip)]
     pub recorded_protocol: Option<Box<crate::strategy::ProtocolConfig>>,
+    /// A catalog-size sweep of the (one) scenario: set by `discbench sweep`, or taken
+    /// from a resumed run's run.json.
+    #[arg(skip)]
+    pub sweep: Option<crate::scenario::sweep::SweepSpec>,
 }
 
 impl Common {
@@ -301,7 +327,9 @@ pub struct EndpointArgs {
     /// Output token limit sent to HTTP models.
     #[arg(long)]
     pub max_tokens: Option<u32>,
-    /// Sampling seed sent to models that take one.
+    /// Sampling seed sent to models that take one; under `sweep`, also the seed of
+    /// the distractor draw (the same seed, scenario and pool give the same catalogs;
+    /// default 0).
     #[arg(long)]
     pub seed: Option<i64>,
     /// At most this many requests per minute to each HTTP model (a models-file

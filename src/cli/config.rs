@@ -9,6 +9,7 @@ use super::args::Common;
 use super::failure::Failure;
 use crate::record::manifest::Settings;
 use crate::runner::DEFAULT_MAX_TURNS;
+use crate::scenario::sweep::{self, SweepSpec};
 use crate::scenario::{self, Scenario};
 use crate::strategy::mode::{Mode, PRESETS};
 use crate::strategy::{Composite, ProtocolConfig, Templates};
@@ -58,6 +59,8 @@ pub fn resolve_modes(
 pub struct Prepared {
     pub scenario_paths: Vec<PathBuf>,
     pub scenarios: Vec<Scenario>,
+    /// The sweep the scenarios were made by, if any.
+    pub sweep: Option<SweepSpec>,
     pub modes: Vec<Mode>,
     pub counter: Counter,
     pub templates: Arc<Templates>,
@@ -87,7 +90,10 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
     // The tokenizer's tables take a while to build: build them while the scenarios load.
     let counter = std::thread::spawn(move || Counter::new(encoding));
     let scenario_paths = default_paths(&c.scenarios);
-    let scenarios = scenario::load_all(&scenario_paths)?;
+    let mut scenarios = scenario::load_all(&scenario_paths)?;
+    if let Some(spec) = &c.sweep {
+        scenarios = swept(scenarios, spec)?;
+    }
     let templates = Arc::new(templates);
     for sc in &scenarios {
         for m in &modes {
@@ -108,6 +114,7 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         }
     }
     Ok(Prepared {
+        sweep: c.sweep.clone(),
         scenario_paths,
         scenarios,
         modes,
@@ -116,6 +123,44 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         templates_dir: c.templates.clone(),
         protocol,
     })
+}
+
+/// The one scenario of a sweep, made once per size; what the sweep decided is said
+/// on stderr.
+fn swept(scenarios: Vec<Scenario>, spec: &SweepSpec) -> Result<Vec<Scenario>, Failure> {
+    let [base] = <[Scenario; 1]>::try_from(scenarios).map_err(|v| {
+        Failure::Usage(format!(
+            "a sweep takes one scenario; these paths hold {}",
+            v.len()
+        ))
+    })?;
+    let pool = sweep::load_pool(&spec.pool)?;
+    let (out, notes) = sweep::sweep(&base, &pool, spec).map_err(Failure::Usage)?;
+    eprintln!(
+        "sweep of {}: sizes {:?}, seed {}, {} addresses to draw from ({} pool tools left out as copies of ones already there)",
+        base.name,
+        spec.sizes,
+        spec.seed,
+        notes.available,
+        notes.duplicates
+    );
+    for (from, to) in &notes.renamed {
+        eprintln!("  pool server `{from}` is named `{to}`: the scenario has a `{from}`");
+    }
+    if !notes.over.is_empty() {
+        let mut by_size: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+        for (n, q, need) in &notes.over {
+            by_size.entry(*n).or_default().push(format!("{q} ({need})"));
+        }
+        for (n, qs) in by_size {
+            eprintln!(
+                "  size {n}: {} queries need more addresses than that and get just those: {}",
+                qs.len(),
+                qs.join(", ")
+            );
+        }
+    }
+    Ok(out)
 }
 
 /// For `run --resume`: the flags a run's configuration is made of, taken from its
@@ -191,6 +236,7 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         skill_stub_chars: None,
         cache_discount: None,
         recorded_protocol: Some(Box::new(protocol)),
+        sweep: recorded.sweep.clone(),
     })
 }
 

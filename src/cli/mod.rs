@@ -39,5 +39,6 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::Import(a) => import::import(a, out),
         Command::ScoreBfcl(a) => score_bfcl::score_bfcl(a, out),
         Command::Serve(a) => serve::serve(a, env),
+        Command::Sweep(a) => run::sweep(*a, env, out),
     }
 }

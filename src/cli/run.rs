@@ -26,9 +26,46 @@ use crate::record::{reader, KeyView, OutcomeKey, FORMAT_VERSION};
 use crate::report;
 use crate::runner::events::{Progress, ProgressKind, WriterListener};
 use crate::runner::{plan, ExecOptions, Listener, Plan, RetryPolicy, RunConfig, Work};
+use crate::scenario::sweep::SweepSpec;
 
 /// How often a plain progress line is printed when stderr is not a terminal.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// `discbench sweep`: a run of one scenario at several catalog sizes.
+pub fn sweep(
+    a: super::args::SweepArgs,
+    env: Environment,
+    out: &mut dyn std::io::Write,
+) -> Result<i32, Failure> {
+    let mut run_args = a.run;
+    if run_args.resume.is_none() {
+        if run_args.common.scenarios.len() != 1 {
+            return Err(Failure::Usage(
+                "sweep takes one scenario file: `discbench sweep SCENARIO --sizes 10,30,100`"
+                    .into(),
+            ));
+        }
+        let sizes = SweepSpec::parse_sizes(a.sizes.as_deref().unwrap_or_default())
+            .map_err(|e| Failure::Usage(format!("--sizes: {e}")))?;
+        run_args.common.sweep = Some(SweepSpec {
+            sizes,
+            seed: run_args.endpoints.seed.map_or(0, |s| s as u64),
+            pool: if a.pool.is_empty() {
+                vec![std::path::PathBuf::from(
+                    crate::scenario::sweep::DEFAULT_POOL,
+                )]
+            } else {
+                a.pool
+            },
+            near_duplicates: a.near_duplicates,
+        });
+    } else if a.sizes.is_some() || !a.pool.is_empty() || a.near_duplicates {
+        return Err(Failure::Usage(
+            "--resume takes the sweep its run.json records: give no --sizes, --pool or --near-duplicates".into(),
+        ));
+    }
+    run(run_args, env, out)
+}
 
 pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let thresholds = compare::thresholds(&a.thresholds)
@@ -227,6 +264,8 @@ fn build(
     };
     let plan =
         Plan::build(&p.scenarios, &cfg, &p.counter).map_err(|e| Failure::Usage(e.to_string()))?;
+    let mut settings = plan::settings(&cfg, p.counter.encoding().as_str());
+    settings.sweep = p.sweep.clone();
     let record = plan.record();
     let assigned = match shard {
         Some(s) => s.select(&record.items).len(),
@@ -236,7 +275,7 @@ fn build(
         format: FORMAT_VERSION,
         discbench_version: env!("CARGO_PKG_VERSION").to_string(),
         run_id,
-        settings: plan::settings(&cfg, p.counter.encoding().as_str()),
+        settings,
         scenarios: plan::scenario_inputs(&p.scenarios),
         templates: p.templates.hashes().clone(),
         plan: record,

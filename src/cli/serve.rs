@@ -43,6 +43,7 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
         skill_stub_chars: None,
         cache_discount: None,
         recorded_protocol: None,
+        sweep: None,
     })?;
     let [scenario] = <[_; 1]>::try_from(p.scenarios).map_err(|v: Vec<_>| {
         Failure::Usage(format!(

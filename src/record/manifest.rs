@@ -51,6 +51,9 @@ pub struct Settings {
     pub tokenizer: String,
     /// The `--templates` directory, if any (the hashes below are what counts).
     pub templates_dir: Option<PathBuf>,
+    /// A catalog-size sweep (`discbench sweep`): its sizes, seed and pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::scenario::sweep::SweepSpec>,
 }
 
 /// One scenario's inputs.
@@ -247,6 +250,13 @@ impl Manifest {
         }
         if a.max_turns != b.max_turns {
             d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
+        }
+        if a.sweep != b.sweep {
+            let show = |s: &Option<crate::scenario::sweep::SweepSpec>| match s {
+                Some(s) => serde_json::to_string(s).unwrap_or_default(),
+                None => "(none)".into(),
+            };
+            d.push(format!("sweep: {} now {}", show(&a.sweep), show(&b.sweep)));
         }
         if a.protocol != b.protocol {
             let show = |p: &Option<crate::strategy::ProtocolConfig>| match p {

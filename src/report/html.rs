@@ -305,10 +305,15 @@ pub fn render(
         page += &esc(&spend);
         page += "</pre>";
     }
-    page += "<div class=charts>";
-    page += &figure("catalog-size-accuracy");
-    page += &figure("catalog-size-tokens");
-    page += "</div></section>";
+    let sweeps = super::plots::sweep_charts(s);
+    if !sweeps.is_empty() {
+        page += "<h3>Catalog-size sweep: the same queries at every size</h3><div class=charts>";
+        for (stem, ..) in &sweeps {
+            page += &figure(stem);
+        }
+        page += "</div>";
+    }
+    page += "</section>";
     for sc in &names {
         let sl = super::plots::slug(sc);
         let _ = write!(page, "<section id='s-{sl}'><h2>{}</h2>", esc(sc));

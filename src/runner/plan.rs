@@ -94,31 +94,41 @@ impl Plan {
                 scenario: Arc::new(sc.clone()),
                 databases: Arc::new(databases),
             });
-            // Each distinct view (scope, instructions) of the scenario's catalog, and
-            // its catalog: the whole one, shared, when a query names no scope.
-            let mut views: Vec<(&[Resource], Option<String>)> = Vec::new();
+            // Each distinct view (its own catalog, scope, instructions) of the
+            // scenario's catalog, and its catalog: the whole one, shared, when a query
+            // names no scope and has no catalog of its own.
+            type View<'a> = (Option<*const Catalog>, &'a [Resource], Option<String>);
+            let mut views: Vec<View> = Vec::new();
+            let mut own: Vec<Option<&Arc<Catalog>>> = Vec::new();
             let view_of: Vec<usize> = sc
                 .queries
                 .iter()
                 .map(|q| {
-                    let v = (q.scope.as_slice(), q.instructions(&sc.agent));
+                    let v = (
+                        q.catalog.as_ref().map(Arc::as_ptr),
+                        q.scope.as_slice(),
+                        q.instructions(&sc.agent),
+                    );
                     views.iter().position(|x| *x == v).unwrap_or_else(|| {
                         views.push(v);
+                        own.push(q.catalog.as_ref());
                         views.len() - 1
                     })
                 })
                 .collect();
             let catalogs: Vec<Arc<Catalog>> = views
                 .iter()
-                .map(|(scope, _)| match scope.is_empty() {
-                    true => sc.catalog.clone(),
-                    false => Arc::new(sc.catalog.scoped(scope)),
+                .zip(&own)
+                .map(|((_, scope, _), own)| match (own, scope.is_empty()) {
+                    (Some(c), _) => (*c).clone(),
+                    (None, true) => sc.catalog.clone(),
+                    (None, false) => Arc::new(sc.catalog.scoped(scope)),
                 })
                 .collect();
             for requested in &cfg.modes {
                 let mode = requested.with_overrides(&sc.agent.modes);
                 let first_unit = units.len();
-                for ((_, instructions), catalog) in views.iter().zip(&catalogs) {
+                for ((_, _, instructions), catalog) in views.iter().zip(&catalogs) {
                     let composite = Composite::new(
                         catalog,
                         instructions.as_deref(),
@@ -211,6 +221,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         protocol: Some(cfg.protocol),
         tokenizer: tokenizer.to_string(),
         templates_dir: cfg.templates_dir.clone(),
+        sweep: None,
     }
 }
 

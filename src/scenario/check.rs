@@ -482,6 +482,7 @@ impl Checker {
                 text: q.text,
                 scope,
                 instructions: q.instructions,
+                catalog: None,
                 expect: Expect {
                     calls: steps,
                     allow,

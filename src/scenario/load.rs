@@ -186,6 +186,26 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
     })
 }
 
+/// Loads a real MCP `tools/list` dump on its own (a sweep's pool of distractors),
+/// named `name`, with the content hash of the file.
+pub fn load_mcp_dump(path: &Path, name: &str) -> Result<(McpServer, String), InputErrors> {
+    let mut cx = Loader::default();
+    let text = read(path)?;
+    if sniff(path, &text)? != FileKind::McpDump {
+        return Err(InputErrors(vec![InputError::new(
+            path,
+            "",
+            "not an MCP tools/list dump (a sweep's pool holds `*.tools.json` captures)",
+        )]));
+    }
+    let mut catalog = Catalog::default();
+    cx.include_file(path, Some(name.to_string()), None, &mut catalog, 0);
+    let hash = cx.sources.remove(path).unwrap_or_default();
+    cx.check.finish(())?;
+    let server = catalog.mcp_servers.pop().expect("one dump, one server");
+    Ok((server, hash))
+}
+
 fn read(path: &Path) -> Result<String, InputError> {
     std::fs::read_to_string(path)
         .map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))

@@ -12,6 +12,7 @@ mod check;
 pub mod expect;
 pub mod load;
 mod raw;
+pub mod sweep;
 pub mod types;
 
 pub use crate::catalog::RESERVED_TOOL_NAMES;

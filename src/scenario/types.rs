@@ -46,6 +46,10 @@ pub struct Query {
     /// Instructions of this query's own, after the scenario's (a system message).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
+    /// A catalog of this query's own, made by a sweep (its expected tools and the
+    /// distractors of one size); wins over `scope`. Never read from a file.
+    #[serde(skip)]
+    pub catalog: Option<Arc<Catalog>>,
 }
 
 impl Query {

@@ -1,13 +1,13 @@
 //! Plots with plotters, each chart one file, each drawn once as SVG and once as PNG
 //! into `plots/`: tokens by mode stacked by ledger layer, accuracy by mode with
 //! Wilson whiskers, accuracy against first-turn tokens with the Pareto front, and —
-//! when the run holds several catalog sizes — accuracy and tokens against catalog
-//! size. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
+//! for a sweep — accuracy, recall@5 and tokens against catalog size with confidence
+//! bands. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
 
 mod accuracy;
-mod catalog_size;
 pub mod chart;
 mod pareto;
+pub mod sweep;
 mod tokens;
 
 use std::path::Path;
@@ -53,15 +53,29 @@ pub fn chart_list(s: &Summary) -> Vec<(String, String)> {
             format!("{sc}: accuracy vs first-turn tokens"),
         ));
     }
-    if catalog_size::applies(s) {
-        v.push((
-            "catalog-size-accuracy".into(),
-            "accuracy vs catalog size".into(),
-        ));
-        v.push((
-            "catalog-size-tokens".into(),
-            "tokens vs catalog size".into(),
-        ));
+    v.extend(
+        sweep_charts(s)
+            .into_iter()
+            .map(|(stem, title, ..)| (stem, title)),
+    );
+    v
+}
+
+/// The charts of every sweep in a run: (stem, title, base, model, metric).
+pub fn sweep_charts(s: &Summary) -> Vec<(String, String, String, String, &'static str)> {
+    let mut v = Vec::new();
+    for (base, models) in sweep::sweeps(s) {
+        for model in models {
+            for (metric, what, _) in sweep::METRICS {
+                v.push((
+                    format!("sweep-{}-{}-{metric}", slug(&base), slug(&model)),
+                    format!("{base}: {what} vs catalog size, {model}"),
+                    base.clone(),
+                    model.clone(),
+                    metric,
+                ));
+            }
+        }
     }
     v
 }
@@ -112,23 +126,26 @@ impl Exporter for Plots {
                 &format!("pareto-{sl}"),
             )?;
         }
-        if catalog_size::applies(s) {
-            render(
-                &catalog_size::BySize {
-                    summary: s,
-                    tokens: false,
-                },
-                &out,
-                "catalog-size-accuracy",
-            )?;
-            render(
-                &catalog_size::BySize {
-                    summary: s,
-                    tokens: true,
-                },
-                &out,
-                "catalog-size-tokens",
-            )?;
+        let charts = sweep_charts(s);
+        if !charts.is_empty() {
+            let curves = sweep::curves(cx.outcomes)?;
+            let none = Default::default();
+            for (stem, title, base, model, metric) in charts {
+                let (_, _, ydesc) = sweep::METRICS
+                    .iter()
+                    .find(|m| m.0 == metric)
+                    .expect("a listed metric");
+                render(
+                    &sweep::SweepChart {
+                        title,
+                        ydesc,
+                        percent: matches!(metric, "exact" | "recall"),
+                        series: curves.get(&(base, model, metric)).unwrap_or(&none),
+                    },
+                    &out,
+                    &stem,
+                )?;
+            }
         }
         Ok(())
     }
