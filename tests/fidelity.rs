@@ -50,19 +50,33 @@ fn call(
     c.resolve(&ToolCall::new("c", name, &args), st, dbs)
 }
 
-/// A scenario with the captured MCP catalogs of `fixtures/catalogs` that FIM One's
-/// figures were measured on: every capture but the Azure server's all-tools mode
-/// (`azure-mcp-all.tools.json`, a second capture of a server already there, added later
-/// for the scale scenario).
+/// The captures of `fixtures/catalogs` that FIM One's figures were measured on, by file
+/// stem. Captures added later (the Azure server's all-tools mode for the scale scenario,
+/// the servers added to the sweep pool) are not among them.
+const FIM_ONE_CAPTURES: [&str; 14] = [
+    "azure-mcp",
+    "chrome-devtools-mcp",
+    "context7-mcp",
+    "desktop-commander",
+    "mcp-server-fetch",
+    "mcp-server-git",
+    "mcp-server-time",
+    "mongodb-mcp-server",
+    "notion-mcp-server",
+    "playwright-mcp",
+    "server-everything",
+    "server-filesystem",
+    "server-github",
+    "server-memory",
+];
+
+/// A scenario with the captured MCP catalogs FIM One's figures were measured on.
 fn all_captured_servers(dir: &Path) -> Scenario {
     let root = std::env::current_dir().unwrap().join("fixtures/catalogs");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".tools.json"))
-        .filter(|p| !p.ends_with("azure-mcp-all.tools.json"))
+    let files: Vec<PathBuf> = FIM_ONE_CAPTURES
+        .iter()
+        .map(|stem| root.join(format!("{stem}.tools.json")))
         .collect();
-    files.sort();
     let include: String = files
         .iter()
         .map(|p| {
