@@ -9,7 +9,8 @@
 //! number of groups and distinct values, not of outcomes.
 //!
 //! `DISCBENCH_AGG_LINES=10000000 cargo bench --bench aggregate` runs the ten-million
-//! line case (about 27 GB of JSON in a temporary directory).
+//! line case (about 29 GB of JSON in a temporary directory; `TMPDIR` says where), timed
+//! once: above two million lines criterion's ten samples would take too long.
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -80,6 +81,10 @@ fn reset_peak() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// Above this many lines (or with `DISCBENCH_AGG_ONCE` set) the aggregation is timed
+/// once, step by step, not sampled by criterion.
+const ONCE_ABOVE: usize = 2_000_000;
+
 fn bench(c: &mut Criterion) {
     let n: usize = std::env::var("DISCBENCH_AGG_LINES")
         .ok()
@@ -93,18 +98,37 @@ fn bench(c: &mut Criterion) {
     drop(lines);
     reset_peak();
     let before = peak_rss_kib();
-    let mut group = c.benchmark_group("aggregate");
-    group.sample_size(10);
-    group.bench_function(
-        format!("flatten + summarize {n} real-shaped outcome lines"),
-        |b| {
-            b.iter(|| {
-                aggregate::flatten(&jsonl, &parquet).unwrap();
-                aggregate::summarize(&parquet).unwrap()
-            })
-        },
-    );
-    group.finish();
+    let aggregate = || {
+        aggregate::flatten(&jsonl, &parquet).unwrap();
+        aggregate::summarize(&parquet).unwrap()
+    };
+    if n <= ONCE_ABOVE && std::env::var_os("DISCBENCH_AGG_ONCE").is_none() {
+        let mut group = c.benchmark_group("aggregate");
+        group.sample_size(10);
+        group.bench_function(
+            format!("flatten + summarize {n} real-shaped outcome lines"),
+            |b| b.iter(aggregate),
+        );
+        group.finish();
+    } else {
+        // Criterion's ten samples at least would take over half an hour here. Each
+        // step's own peak is printed too.
+        let start = std::time::Instant::now();
+        aggregate::flatten(&jsonl, &parquet).unwrap();
+        let flattened = start.elapsed();
+        let flatten_peak = peak_rss_kib();
+        reset_peak();
+        let summary = aggregate::summarize(&parquet).unwrap();
+        eprintln!(
+            "aggregate: flatten + summarize {n} real-shaped outcome lines, one run: {:.1} s (flatten {:.1} s, peak {} MiB; summarize {:.1} s, peak {} MiB; {} outcomes summarized)",
+            start.elapsed().as_secs_f64(),
+            flattened.as_secs_f64(),
+            flatten_peak.map_or(0, |k| k / 1024),
+            (start.elapsed() - flattened).as_secs_f64(),
+            peak_rss_kib().map_or(0, |k| k / 1024),
+            summary.outcomes
+        );
+    }
     eprintln!(
         "aggregate: {n} outcome lines, {:.0} MB of JSON ({:.0} bytes a line); resident memory after set-up {} MiB, peak during aggregation {} MiB",
         bytes as f64 / 1e6,

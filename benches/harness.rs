@@ -1,6 +1,9 @@
 //! Speed of the harness: rendering a mode's context, counting its tokens (cold and
-//! memoized), and the full mock run of the built-in suite (3 presets × 2 models) with
-//! every report, as `discbench run` does it, at `--jobs 1` and at the default.
+//! memoized), the full mock run of the built-in suite (every default preset × 2
+//! models) with every report, as `discbench run` does it, at `--jobs 1` and at the
+//! default, `discbench report` of an 8,100-outcome run (three of the suite's
+//! scenarios run five times over), and a catalog-size sweep of enterprise-hub from 10
+//! to 1,000 tools.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -95,6 +98,61 @@ fn benches(c: &mut Criterion) {
             })
         });
     }
+    // `report` re-renders every report of a run from its record alone.
+    let dir = tempfile::tempdir().unwrap();
+    let cli = |args: &[&str]| {
+        let cli = Cli::parse_from(std::iter::once("discbench").chain(args.iter().copied()));
+        let env = Environment {
+            stderr_is_terminal: false,
+            is_ci: true,
+        };
+        assert_eq!(dispatch(cli, env, &mut std::io::sink()).unwrap(), 0);
+    };
+    let out = dir.path().display().to_string();
+    cli(&[
+        "run",
+        "scenarios/enterprise-hub.yaml",
+        "scenarios/mcp-reference.yaml",
+        "scenarios/large-catalog.yaml",
+        "--repeat",
+        "5",
+        "--no-progress",
+        "--run-id",
+        "r",
+        "--out",
+        &out,
+    ]);
+    let run_dir = dir.path().join("r").display().to_string();
+    group.bench_function("report of an 8,100-outcome run", |b| {
+        b.iter(|| cli(&["report", &run_dir]))
+    });
+    // A catalog-size sweep of enterprise-hub from 10 to 1,000 tools over the default
+    // modes and mock models (distractors from the committed captures), with every
+    // report: 5 sizes × 65 queries × 6 modes × 2 models = 3,900 outcomes.
+    let mut n = 0;
+    group.bench_function(
+        "sweep of enterprise-hub, 10 to 1,000 tools, with reports",
+        |b| {
+            b.iter(|| {
+                n += 1;
+                let id = format!("s{n}");
+                cli(&[
+                    "sweep",
+                    "scenarios/enterprise-hub.yaml",
+                    "--sizes",
+                    "10,30,100,300,1000",
+                    "--seed",
+                    "1",
+                    "--no-progress",
+                    "--run-id",
+                    &id,
+                    "--out",
+                    &out,
+                ]);
+                std::fs::remove_dir_all(dir.path().join(&id)).unwrap();
+            })
+        },
+    );
     group.finish();
 }
 

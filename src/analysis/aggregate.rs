@@ -6,7 +6,9 @@
 //! build the [`Summary`]: per scenario × mode × model rates with Wilson 95% intervals,
 //! token medians and p95 per ledger layer, savings against `legacy`, pass@k and pass^k
 //! over repeats, and paired McNemar tests between modes. Memory stays bounded by the
-//! batch size and the number of groups, not by the number of outcomes.
+//! batch size, the number of groups and the distinct values within them, not by the
+//! number of outcomes: medians and quantiles come from per-group histograms, and the
+//! McNemar pairing runs in passes over disjoint sets of repeats.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -370,6 +372,87 @@ fn nums(df: &DataFrame, name: &str) -> PolarsResult<Vec<f64>> {
     Ok(c.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
 
+/// Per group (its key columns' values): one quantile per asked-for level.
+type Quantiles = BTreeMap<Vec<String>, Vec<f64>>;
+
+/// The quantiles `qs` of `value` (nulls left out) in each group of `keys`, exactly as
+/// polars' `quantile(q, Linear)` gives them (its `median()` is the 0.5 one), but
+/// computed from the histogram of each group's values: polars collects only (group,
+/// value, count) rows, so memory is bounded by the distinct values per group, not by
+/// the number of outcomes. A group with no value has none, and the reader gives NaN,
+/// as polars' null median did.
+fn quantiles_by(
+    lf: &LazyFrame,
+    keys: &[&str],
+    value: &str,
+    qs: &[f64],
+) -> anyhow::Result<Quantiles> {
+    let by: Vec<Expr> = keys.iter().map(|k| col(*k)).collect();
+    let df = collect(
+        lf.clone()
+            .select(
+                by.iter()
+                    .cloned()
+                    .chain([col(value).cast(DataType::Float64).alias("v")])
+                    .collect::<Vec<_>>(),
+            )
+            .filter(col("v").is_not_null())
+            .group_by(by.into_iter().chain([col("v")]).collect::<Vec<_>>())
+            .agg([len().alias("c")]),
+    )?;
+    let columns: Vec<Vec<String>> = keys
+        .iter()
+        .map(|k| strs(&df, k))
+        .collect::<PolarsResult<_>>()?;
+    let (v, c) = (nums(&df, "v")?, nums(&df, "c")?);
+    let mut hist: BTreeMap<Vec<String>, Vec<(f64, u64)>> = BTreeMap::new();
+    for i in 0..v.len() {
+        let key = columns.iter().map(|col| col[i].clone()).collect();
+        hist.entry(key).or_default().push((v[i], c[i] as u64));
+    }
+    Ok(hist
+        .into_iter()
+        .map(|(key, mut h)| {
+            h.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let at = qs.iter().map(|&q| quantile_linear(&h, q)).collect();
+            (key, at)
+        })
+        .collect())
+}
+
+/// The `q` quantile of the values a sorted histogram `(value, count)` holds, by
+/// polars' linear method: index `(n - 1) q` into the sorted values, interpolating
+/// between its floor and the next value (the same arithmetic, so the same bits).
+fn quantile_linear(hist: &[(f64, u64)], q: f64) -> f64 {
+    let n: u64 = hist.iter().map(|h| h.1).sum();
+    if n == 0 {
+        return f64::NAN;
+    }
+    // The value at 0-based position `i` of the sorted values.
+    let nth = |i: u64| {
+        let mut seen = 0;
+        for &(v, c) in hist {
+            seen += c;
+            if i < seen {
+                return v;
+            }
+        }
+        hist[hist.len() - 1].0
+    };
+    let float_idx = (n - 1) as f64 * q;
+    let idx = (float_idx as u64).min(n - 1);
+    let lower = nth(idx);
+    if float_idx.ceil() as u64 == idx {
+        return lower;
+    }
+    let upper = nth(idx + 1);
+    if lower == upper {
+        lower
+    } else {
+        (float_idx - idx as f64) * (upper - lower) + lower
+    }
+}
+
 /// Computes the summary from a flattened outcomes file.
 pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
     let base = scan(parquet)?;
@@ -427,20 +510,12 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         aggs.push(u(col(opt).is_not_null()).alias(format!("{opt}_n")));
         aggs.push(u(col(opt).fill_null(lit(false))).alias(format!("{opt}_k")));
     }
-    for layer in LAYERS {
-        aggs.push(
-            col(layer)
-                .cast(DataType::Float64)
-                .median()
-                .alias(format!("{layer}_median")),
-        );
-        aggs.push(
-            col(layer)
-                .cast(DataType::Float64)
-                .quantile(lit(0.95), QuantileMethod::Linear)
-                .alias(format!("{layer}_p95")),
-        );
-    }
+    // Medians and p95 come from histograms (below), not from `median()`, which would
+    // hold every value of a group.
+    let layer_stats: Vec<Quantiles> = LAYERS
+        .iter()
+        .map(|layer| quantiles_by(&ok, &["scenario", "mode", "model"], layer, &[0.5, 0.95]))
+        .collect::<anyhow::Result<_>>()?;
     let g = collect(
         ok.clone()
             .group_by(keys.clone())
@@ -448,17 +523,16 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             .sort(["scenario", "mode", "model"], Default::default()),
     )?;
 
+    let query_first_turn = quantiles_by(
+        &ok,
+        &["scenario", "mode", "model", "query_id"],
+        "first_turn",
+        &[0.5],
+    )?;
     let per_query = collect(
         ok.clone()
             .group_by([col("scenario"), col("mode"), col("model"), col("query_id")])
-            .agg([
-                len().alias("n"),
-                u(col("exact")).alias("exact"),
-                col("first_turn")
-                    .cast(DataType::Float64)
-                    .median()
-                    .alias("first_turn"),
-            ])
+            .agg([len().alias("n"), u(col("exact")).alias("exact")])
             .sort(
                 ["scenario", "mode", "model", "query_id"],
                 Default::default(),
@@ -471,21 +545,22 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             strs(&per_query, "model")?,
             strs(&per_query, "query_id")?,
         );
-        let (n, e, ft) = (
-            nums(&per_query, "n")?,
-            nums(&per_query, "exact")?,
-            nums(&per_query, "first_turn")?,
-        );
+        let (n, e) = (nums(&per_query, "n")?, nums(&per_query, "exact")?);
         (0..s.len())
-            .map(|i| QueryRow {
-                scenario: s[i].clone(),
-                mode: m[i].clone(),
-                model: mo[i].clone(),
-                query_id: q[i].clone(),
-                n: n[i] as u64,
-                exact: e[i] as u64,
-                first_turn: ft[i],
-                infra: 0,
+            .map(|i| {
+                let key = [s[i].clone(), m[i].clone(), mo[i].clone(), q[i].clone()];
+                QueryRow {
+                    first_turn: query_first_turn
+                        .get(key.as_slice())
+                        .map_or(f64::NAN, |v| v[0]),
+                    scenario: s[i].clone(),
+                    mode: m[i].clone(),
+                    model: mo[i].clone(),
+                    query_id: q[i].clone(),
+                    n: n[i] as u64,
+                    exact: e[i] as u64,
+                    infra: 0,
+                }
             })
             .collect()
     };
@@ -517,12 +592,14 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                 .then(|| Rate::new(get(&format!("{name}_k")).unwrap_or(0.0) as u64, nn as u64)))
         };
         let mut tokens = BTreeMap::new();
-        for layer in LAYERS {
+        let key = [sc[i].clone(), md[i].clone(), ml[i].clone()];
+        for (layer, stats) in LAYERS.iter().zip(&layer_stats) {
+            let q = stats.get(key.as_slice());
             tokens.insert(
                 layer.to_string(),
                 Stat {
-                    median: get(&format!("{layer}_median"))?,
-                    p95: get(&format!("{layer}_p95"))?,
+                    median: q.map_or(f64::NAN, |v| v[0]),
+                    p95: q.map_or(f64::NAN, |v| v[1]),
                 },
             );
         }
@@ -614,7 +691,8 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         }
     }
 
-    let mut pairs = mcnemar_pairs(&ok)?;
+    let passes = (outcomes as usize).div_ceil(PAIRING_PASS).max(1) as u32;
+    let mut pairs = mcnemar_pairs(&ok, passes)?;
     pairs.sort_by(|a, b| {
         (order_key(&a.scenario), &a.model, &a.mode_a, &a.mode_b).cmp(&(
             order_key(&b.scenario),
@@ -744,65 +822,121 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
     }
 }
 
-fn mcnemar_pairs(ok: &LazyFrame) -> anyhow::Result<Vec<Pair>> {
-    let left = ok.clone().select([
-        col("scenario"),
-        col("model"),
-        col("query_id"),
-        col("repeat"),
-        col("mode"),
-        col("exact"),
-    ]);
-    let right = left.clone().select([
-        col("scenario"),
-        col("model"),
-        col("query_id"),
-        col("repeat"),
-        col("mode").alias("mode_b"),
-        col("exact").alias("exact_b"),
-    ]);
-    let on = [
-        col("scenario"),
-        col("model"),
-        col("query_id"),
-        col("repeat"),
-    ];
-    let joined = left
-        .join(right, on.clone(), on, JoinArgs::new(JoinType::Inner))
-        .filter(col("mode").lt(col("mode_b")))
-        .group_by([col("scenario"), col("model"), col("mode"), col("mode_b")])
-        .agg([
-            len().alias("n"),
-            (col("exact").and(col("exact_b").not()))
-                .cast(DataType::UInt64)
-                .sum()
-                .alias("a_only"),
-            (col("exact").not().and(col("exact_b")))
-                .cast(DataType::UInt64)
-                .sum()
-                .alias("b_only"),
-        ])
-        .sort(["scenario", "model", "mode", "mode_b"], Default::default());
-    let df = collect(joined)?;
-    let (s, m, a, b) = (
-        strs(&df, "scenario")?,
-        strs(&df, "model")?,
-        strs(&df, "mode")?,
-        strs(&df, "mode_b")?,
-    );
-    let (n, x, y) = (nums(&df, "n")?, nums(&df, "a_only")?, nums(&df, "b_only")?);
-    Ok((0..s.len())
-        .map(|i| Pair {
-            scenario: s[i].clone(),
-            model: m[i].clone(),
-            mode_a: a[i].clone(),
-            mode_b: b[i].clone(),
-            n: n[i] as u64,
-            a_only: x[i] as u64,
-            b_only: y[i] as u64,
-            p_value: mcnemar_exact(x[i] as u64, y[i] as u64),
+/// Outcomes whose pairing keys one pass of [`mcnemar_pairs`] holds at most.
+const PAIRING_PASS: usize = 1 << 20;
+
+/// McNemar pairs: for every two modes of a scenario and model, the outcomes of the
+/// same query and repeat under both, and how many only one of the two got right.
+///
+/// Each (scenario, model, query, repeat) becomes two bit sets over the run's modes
+/// (which modes ran it, which got it exact), and only the count of each distinct
+/// (scenario, model, bit sets) is kept: the pairs of every two modes are counted from
+/// those. The per-key step holds one row per query and repeat, so it runs in `passes`
+/// passes over disjoint sets of repeats (`repeat % passes`), one per [`PAIRING_PASS`]
+/// outcomes; memory stays bounded however many outcomes there are.
+fn mcnemar_pairs(ok: &LazyFrame, passes: u32) -> anyhow::Result<Vec<Pair>> {
+    let modes = collect(
+        ok.clone()
+            .select([col("mode").unique().sort(Default::default())]),
+    )?;
+    let modes = strs(&modes, "mode")?;
+    if modes.len() < 2 {
+        return Ok(Vec::new());
+    }
+    let words = modes.len().div_ceil(64);
+    // Bit `i % 64` of word `i / 64` stands for mode `i` (in sorted order).
+    let word = |w: usize, exact: bool| {
+        let mut e = lit(0u64);
+        for (i, m) in modes.iter().enumerate().filter(|(i, _)| i / 64 == w) {
+            let bit = when(col("mode").eq(lit(m.as_str())))
+                .then(lit(1u64 << (i % 64)))
+                .otherwise(lit(0u64));
+            e = e + if exact {
+                bit * col("exact").cast(DataType::UInt64)
+            } else {
+                bit
+            };
+        }
+        e
+    };
+    let names = |w: usize| (format!("ran{w}"), format!("exact{w}"));
+    let mut counts: BTreeMap<(String, String, usize, usize), (u64, u64, u64)> = BTreeMap::new();
+    for pass in 0..passes {
+        let mut bits = Vec::new();
+        let mut by = vec![col("scenario"), col("model")];
+        for w in 0..words {
+            let (ran, exact) = names(w);
+            bits.push(word(w, false).sum().alias(ran.as_str()));
+            bits.push(word(w, true).sum().alias(exact.as_str()));
+            by.push(col(ran.as_str()));
+            by.push(col(exact.as_str()));
+        }
+        let df = collect(
+            ok.clone()
+                .filter((col("repeat") % lit(passes)).eq(lit(pass)))
+                .group_by([
+                    col("scenario"),
+                    col("model"),
+                    col("query_id"),
+                    col("repeat"),
+                ])
+                .agg(bits)
+                .group_by(by)
+                .agg([len().alias("c")]),
+        )?;
+        let (s, m, c) = (strs(&df, "scenario")?, strs(&df, "model")?, u64s(&df, "c")?);
+        let sets: Vec<(Vec<u64>, Vec<u64>)> = (0..words)
+            .map(|w| {
+                let (ran, exact) = names(w);
+                Ok((u64s(&df, &ran)?, u64s(&df, &exact)?))
+            })
+            .collect::<PolarsResult<_>>()?;
+        let bit =
+            |set: &[u64], row: usize, i: usize| set[row * words + i / 64] >> (i % 64) & 1 == 1;
+        // Per row, its bit sets word after word.
+        let (ran, exact): (Vec<u64>, Vec<u64>) = (0..s.len())
+            .flat_map(|row| sets.iter().map(move |(r, e)| (r[row], e[row])))
+            .unzip();
+        for row in 0..s.len() {
+            for a in 0..modes.len() {
+                if !bit(&ran, row, a) {
+                    continue;
+                }
+                for b in a + 1..modes.len() {
+                    if !bit(&ran, row, b) {
+                        continue;
+                    }
+                    let e = counts
+                        .entry((s[row].clone(), m[row].clone(), a, b))
+                        .or_default();
+                    e.0 += c[row];
+                    match (bit(&exact, row, a), bit(&exact, row, b)) {
+                        (true, false) => e.1 += c[row],
+                        (false, true) => e.2 += c[row],
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+    Ok(counts
+        .into_iter()
+        .map(|((scenario, model, a, b), (n, x, y))| Pair {
+            scenario,
+            model,
+            mode_a: modes[a].clone(),
+            mode_b: modes[b].clone(),
+            n,
+            a_only: x,
+            b_only: y,
+            p_value: mcnemar_exact(x, y),
         })
         .collect())
+}
+
+fn u64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u64>> {
+    let c = df.column(name)?.cast(&DataType::UInt64)?;
+    Ok(c.u64()?.iter().map(|v| v.unwrap_or(0)).collect())
 }
 
 /// Writes the per-group summary as CSV (one row per scenario × mode × model).
@@ -911,4 +1045,102 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
     CsvWriter::new(&mut file).finish(&mut df)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Integer-valued samples with ties, of every length up to 40.
+    fn samples() -> Vec<Vec<f64>> {
+        (1..=40u64)
+            .map(|n| {
+                (0..n)
+                    .map(|i| ((i * 7919 + n * 31) % 23) as f64 * 97.0)
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn histogram_quantiles_are_polars_quantiles_bit_for_bit() {
+        for values in samples() {
+            let mut hist: BTreeMap<u64, u64> = BTreeMap::new();
+            for v in &values {
+                *hist.entry(v.to_bits()).or_default() += 1;
+            }
+            let mut hist: Vec<(f64, u64)> = hist
+                .into_iter()
+                .map(|(b, c)| (f64::from_bits(b), c))
+                .collect();
+            hist.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let series = Series::new("v".into(), &values);
+            let ca = series.f64().unwrap();
+            for q in [0.5, 0.95, 0.0, 1.0, 0.33] {
+                let polars = ca.quantile(q, QuantileMethod::Linear).unwrap().unwrap();
+                assert_eq!(
+                    quantile_linear(&hist, q).to_bits(),
+                    polars.to_bits(),
+                    "q {q} of {values:?}"
+                );
+            }
+            assert_eq!(
+                quantile_linear(&hist, 0.5).to_bits(),
+                ca.median().unwrap().to_bits()
+            );
+        }
+        assert!(quantile_linear(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn pairs_counted_in_passes_are_the_pairs_of_a_self_join() {
+        // 3 queries × 5 repeats under 3 modes, one outcome missing, exactness varied.
+        let modes = ["b-mode", "a-mode", "c-mode"];
+        let (mut s, mut m, mut q, mut r, mut mo, mut e) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for query in 0..3u32 {
+            for repeat in 0..5u32 {
+                for (i, mode) in modes.iter().enumerate() {
+                    if (query, repeat, i) == (1, 2, 0) {
+                        continue;
+                    }
+                    s.push("hub");
+                    m.push("oracle");
+                    q.push(format!("q{query}"));
+                    r.push(repeat);
+                    mo.push(*mode);
+                    e.push((query + repeat * 2 + i as u32 * 3) % 4 != 0);
+                }
+            }
+        }
+        let df = df!(
+            "scenario" => s.clone(), "model" => m, "query_id" => q.clone(),
+            "repeat" => r.clone(), "mode" => mo.clone(), "exact" => e.clone()
+        )
+        .unwrap();
+        // The self-join, by hand.
+        let mut want: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
+        for i in 0..s.len() {
+            for j in 0..s.len() {
+                if q[i] == q[j] && r[i] == r[j] && mo[i] < mo[j] {
+                    let c = want
+                        .entry((mo[i].to_string(), mo[j].to_string()))
+                        .or_default();
+                    c.0 += 1;
+                    c.1 += (e[i] && !e[j]) as u64;
+                    c.2 += (!e[i] && e[j]) as u64;
+                }
+            }
+        }
+        assert_eq!(want.len(), 3);
+        for passes in [1, 2, 3, 7] {
+            let got: BTreeMap<(String, String), (u64, u64, u64)> =
+                mcnemar_pairs(&df.clone().lazy(), passes)
+                    .unwrap()
+                    .into_iter()
+                    .map(|p| ((p.mode_a, p.mode_b), (p.n, p.a_only, p.b_only)))
+                    .collect();
+            assert_eq!(got, want, "{passes} passes");
+        }
+    }
 }
