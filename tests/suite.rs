@@ -148,7 +148,7 @@ fn request_tools_engages_on_the_large_scenario() {
     let m = model::build("oracle").unwrap();
     for max in [6, 1] {
         let plan = plan_for(&sc, &mode, "oracle", selecting(12, max), &counter);
-        assert!(plan.units[0].composite.selection_applies());
+        assert!(plan.units[0].get(&counter).composite.selection_applies());
         let (mut used, mut filtered, mut shortcuts) = (0, 0, 0);
         for (i, q) in sc.queries.iter().enumerate() {
             let o = runner::run_one(&plan, i, m.as_ref(), &counter);

@@ -822,6 +822,9 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
     }
 }
 
+/// Scenario, model, and the indices of two modes.
+type PairKey = (String, String, usize, usize);
+
 /// Outcomes whose pairing keys one pass of [`mcnemar_pairs`] holds at most.
 const PAIRING_PASS: usize = 1 << 20;
 
@@ -860,7 +863,9 @@ fn mcnemar_pairs(ok: &LazyFrame, passes: u32) -> anyhow::Result<Vec<Pair>> {
         e
     };
     let names = |w: usize| (format!("ran{w}"), format!("exact{w}"));
-    let mut counts: BTreeMap<(String, String, usize, usize), (u64, u64, u64)> = BTreeMap::new();
+    // Per scenario, model and pair of modes: (both ran, only the first exact, only the
+    // second exact).
+    let mut counts: BTreeMap<PairKey, (u64, u64, u64)> = BTreeMap::new();
     for pass in 0..passes {
         let mut bits = Vec::new();
         let mut by = vec![col("scenario"), col("model")];
@@ -1109,7 +1114,7 @@ mod tests {
                     q.push(format!("q{query}"));
                     r.push(repeat);
                     mo.push(*mode);
-                    e.push((query + repeat * 2 + i as u32 * 3) % 4 != 0);
+                    e.push(!(query + repeat * 2 + i as u32 * 3).is_multiple_of(4));
                 }
             }
         }

@@ -110,6 +110,7 @@ pub fn execute(
     let spent = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let over_budget = Arc::new(AtomicBool::new(false));
     let finished = Arc::new(AtomicUsize::new(0));
+    plan.expect_uses(&todo);
     let not_started = rt.block_on(async {
         let permits = Arc::new(tokio::sync::Semaphore::new(jobs));
         let mut tasks = tokio::task::JoinSet::new();
@@ -136,7 +137,7 @@ pub fn execute(
             let retry = opts.retry;
             tasks.spawn(async move {
                 let item = &plan.items[i];
-                let unit = &plan.units[item.unit];
+                let unit = plan.unit(i, &counter);
                 let sc = &plan.scenarios[unit.scenario];
                 let _ = tx.send(Event::EpisodeStarted {
                     key: item.key.clone(),
@@ -152,7 +153,7 @@ pub fn execute(
                     run_id: &run_id,
                     scenario: &sc.scenario,
                     query: item.query,
-                    unit,
+                    unit: &unit,
                     counter: &counter,
                     databases: &sc.databases,
                     retry: &retry,

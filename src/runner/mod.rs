@@ -33,7 +33,7 @@ pub fn run_one(
         .build()
         .expect("a current-thread runtime starts");
     let it = &plan.items[item];
-    let unit = &plan.units[it.unit];
+    let unit = plan.unit(item, counter);
     let sc = &plan.scenarios[unit.scenario];
     let retry = RetryPolicy {
         max_retries: 0,
@@ -45,7 +45,7 @@ pub fn run_one(
         run_id: "",
         scenario: &sc.scenario,
         query: it.query,
-        unit,
+        unit: &unit,
         counter,
         databases: &sc.databases,
         retry: &retry,

@@ -1,12 +1,20 @@
 //! The plan: built once before anything runs. Each scenario × mode is rendered once
 //! into a [`Unit`] (its composite and the token counts of its first-turn texts) and
 //! shared read-only by all of its episodes — once per distinct view when queries
-//! carry their own `scope` or `instructions`; each scenario's databases are seeded
-//! once; the work items are listed in a fixed order (scenario, mode, model, repeat,
-//! query) and keyed by [`OutcomeKey`].
+//! carry their own `scope`, `instructions` or catalog (a sweep gives every query a
+//! catalog of its own); each scenario's databases are seeded once; the work items are
+//! listed in a fixed order (scenario, mode, model, repeat, query) and keyed by
+//! [`OutcomeKey`].
+//!
+//! A unit is rendered when its first work item starts and dropped after its last one
+//! ([`UnitSlot`]), so a run holds the units of the work in flight, not every view of
+//! every scenario × mode at once: a sweep to 1,000 tools renders 65 queries × 6 modes ×
+//! 5 sizes views of up to a thousand definitions each. The first view of each scenario
+//! × mode is rendered while the plan is built, and with a template override every view
+//! is, so that a template that fails to render fails before anything runs.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::config::RunConfig;
 use crate::catalog::{Catalog, Resource};
@@ -14,7 +22,7 @@ use crate::environment::Databases;
 use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
 use crate::record::OutcomeKey;
 use crate::scenario::Scenario;
-use crate::strategy::Composite;
+use crate::strategy::{Composite, Mode, ProtocolConfig, Templates};
 use crate::tokens::Counter;
 
 /// Why a plan cannot be built: bad input, found before anything runs.
@@ -68,8 +76,86 @@ pub struct WorkItem {
 /// Everything a run will do.
 pub struct Plan {
     pub scenarios: Vec<ScenarioRun>,
-    pub units: Vec<Arc<Unit>>,
+    pub units: Vec<UnitSlot>,
     pub items: Vec<WorkItem>,
+}
+
+/// What a [`Unit`] is rendered from, and the unit while work items still need it.
+pub struct UnitSlot {
+    scenario: usize,
+    catalog: Arc<Catalog>,
+    instructions: Option<String>,
+    mode: Mode,
+    mode_label: String,
+    max_turns: usize,
+    templates: Arc<Templates>,
+    protocol: ProtocolConfig,
+    held: Mutex<Held>,
+}
+
+/// The rendered unit, kept while `uses` work items are still to take it.
+#[derive(Default)]
+struct Held {
+    unit: Option<Arc<Unit>>,
+    uses: usize,
+}
+
+impl UnitSlot {
+    fn render(&self, counter: &Counter) -> Result<Unit, crate::strategy::TemplateError> {
+        let composite = Composite::new(
+            &self.catalog,
+            self.instructions.as_deref(),
+            self.mode.clone(),
+            &self.templates,
+            self.protocol,
+        )
+        .and_then(|c| c.check_templates().map(|_| c))?;
+        let tool_texts = composite
+            .all_tools()
+            .iter()
+            .map(|t| {
+                let text = t.wire_json();
+                (t.name.clone(), (counter.count(&text), text))
+            })
+            .collect();
+        Ok(Unit {
+            scenario: self.scenario,
+            catalog_size: self.catalog.addresses().len(),
+            mode_label: self.mode_label.clone(),
+            system_tokens: counter.count(composite.system()),
+            composite: Arc::new(composite),
+            max_turns: self.max_turns,
+            tool_texts,
+        })
+    }
+
+    /// The unit, rendered now if it is not held; held afterwards while work items are
+    /// still to take it.
+    pub fn get(&self, counter: &Counter) -> Arc<Unit> {
+        self.take_with(counter, false)
+    }
+
+    /// The unit for one work item: as [`UnitSlot::get`], and one use fewer; the slot
+    /// lets the unit go when no work item is left to take it (the episodes that took
+    /// it keep their own reference).
+    pub fn take(&self, counter: &Counter) -> Arc<Unit> {
+        self.take_with(counter, true)
+    }
+
+    fn take_with(&self, counter: &Counter, used: bool) -> Arc<Unit> {
+        let mut held = self.held.lock().expect("unit slot lock");
+        let unit = match &held.unit {
+            Some(u) => u.clone(),
+            None => Arc::new(self.render(counter).expect(
+                "the templates rendered while the plan was built (built-in, or every view checked)",
+            )),
+        };
+        if used {
+            held.uses = held.uses.saturating_sub(1);
+        }
+        held.unit = (held.uses > 0).then(|| unit.clone());
+        unit
+    }
 }
 
 impl Plan {
@@ -128,41 +214,36 @@ impl Plan {
             for requested in &cfg.modes {
                 let mode = requested.with_overrides(&sc.agent.modes);
                 let first_unit = units.len();
-                for ((_, _, instructions), catalog) in views.iter().zip(&catalogs) {
-                    let composite = Composite::new(
-                        catalog,
-                        instructions.as_deref(),
-                        mode.clone(),
-                        &cfg.templates,
-                        cfg.protocol,
-                    )
-                    .and_then(|c| c.check_templates().map(|_| c))
-                    .map_err(|source| PlanError::Template {
-                        scenario: sc.name.clone(),
-                        mode: requested.label.clone(),
-                        source,
-                    })?;
-                    let tool_texts = composite
-                        .all_tools()
-                        .iter()
-                        .map(|t| {
-                            let text = t.wire_json();
-                            (t.name.clone(), (counter.count(&text), text))
-                        })
-                        .collect();
-                    units.push(Arc::new(Unit {
+                for (v, ((_, _, instructions), catalog)) in views.iter().zip(&catalogs).enumerate()
+                {
+                    let slot = UnitSlot {
                         scenario: s,
-                        catalog_size: catalog.addresses().len(),
+                        catalog: catalog.clone(),
+                        instructions: instructions.clone(),
+                        mode: mode.clone(),
                         mode_label: requested.label.clone(),
-                        system_tokens: counter.count(composite.system()),
-                        composite: Arc::new(composite),
                         max_turns: sc
                             .agent
                             .max_turns
                             .map(|t| t as usize)
                             .unwrap_or(cfg.max_turns),
-                        tool_texts,
-                    }));
+                        templates: cfg.templates.clone(),
+                        protocol: cfg.protocol,
+                        held: Mutex::default(),
+                    };
+                    // The first view always, and every view when the templates are
+                    // the user's: rendered now, so a broken template is an error here.
+                    if v == 0 || cfg.templates_dir.is_some() {
+                        let unit = slot.render(counter).map_err(|source| PlanError::Template {
+                            scenario: sc.name.clone(),
+                            mode: requested.label.clone(),
+                            source,
+                        })?;
+                        if v == 0 {
+                            slot.held.lock().expect("unit slot lock").unit = Some(Arc::new(unit));
+                        }
+                    }
+                    units.push(slot);
                 }
                 for (m, model) in cfg.models.iter().enumerate() {
                     for r in 0..cfg.repeat {
@@ -185,11 +266,34 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan {
+        let plan = Plan {
             scenarios: runs,
             units,
             items,
-        })
+        };
+        plan.expect_uses((0..plan.items.len()).collect::<Vec<_>>().as_slice());
+        Ok(plan)
+    }
+
+    /// Counts, per unit, the work items of `todo` that will take it, so that each unit
+    /// is let go after its last one (a resume or a shard runs only some items).
+    pub fn expect_uses(&self, todo: &[usize]) {
+        let mut uses = vec![0; self.units.len()];
+        for &i in todo {
+            uses[self.items[i].unit] += 1;
+        }
+        for (slot, n) in self.units.iter().zip(uses) {
+            let mut held = slot.held.lock().expect("unit slot lock");
+            held.uses = n;
+            if n == 0 {
+                held.unit = None;
+            }
+        }
+    }
+
+    /// The unit work item `item` runs in (one use of it: see [`UnitSlot::take`]).
+    pub fn unit(&self, item: usize, counter: &Counter) -> Arc<Unit> {
+        self.units[self.items[item].unit].take(counter)
     }
 
     pub fn keys(&self) -> Vec<OutcomeKey> {
