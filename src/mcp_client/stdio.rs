@@ -23,6 +23,8 @@ const STDERR_KEPT: usize = 4096;
 const STDERR_LINES: usize = 20;
 /// How long a server gets to exit after its stdin closed, and after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
+/// How long a server whose stdout closed is given for its exit to be seen.
+const EXIT_SETTLE: Duration = Duration::from_millis(500);
 
 /// A reader or writer that copies what passes through it into a [`Log`].
 struct Tee<T> {
@@ -139,9 +141,17 @@ pub async fn capture(
     };
 
     let listed = tokio::time::timeout(timeout, list((reader, writer), version)).await;
-    // A server that is gone already exited by itself, before it was asked to stop.
+    // A server that is gone already exited by itself, before it was asked to stop. Its
+    // stdout closing (what ended the exchange) can come a moment before its exit is
+    // seen: wait for that moment, so the message does not depend on the race.
     let early = match &listed {
-        Ok(Err(_)) => child.try_wait().ok().flatten(),
+        Ok(Err(_)) => match child.try_wait().ok().flatten() {
+            Some(s) => Some(s),
+            None => tokio::time::timeout(EXIT_SETTLE, child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok),
+        },
         _ => None,
     };
     let status = stop(&mut child).await;
