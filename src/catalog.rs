@@ -9,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -114,7 +115,9 @@ pub struct McpServer {
 pub struct McpTool {
     pub name: String,
     pub description: String,
-    pub input_schema: Value,
+    /// Shared: a sweep gives every query a catalog of its own, and each holds the same
+    /// pool tools, so a tool's schema is held once however many catalogs hold the tool.
+    pub input_schema: Arc<Value>,
     pub response: Option<Value>,
     /// Documentation beyond the description, for strategies that serve it.
     #[serde(skip_serializing_if = "ToolDocs::is_empty")]
@@ -377,7 +380,7 @@ impl Catalog {
             Target::Skill(_) => return None,
             Target::Action(_, a) => a.parameters.clone(),
             Target::Database(_) => query_schema(),
-            Target::McpTool(_, t) => t.input_schema.clone(),
+            Target::McpTool(_, t) => (*t.input_schema).clone(),
             Target::Builtin(b) => b.parameters.clone(),
         })
     }
@@ -487,7 +490,11 @@ impl Catalog {
                         .filter(|t| has(Address::Mcp(s.name.clone(), t.name.clone())))
                         .cloned()
                         .collect();
-                    (!tools.is_empty()).then(|| McpServer { tools, ..s.clone() })
+                    (!tools.is_empty()).then(|| McpServer {
+                        name: s.name.clone(),
+                        description: s.description.clone(),
+                        tools,
+                    })
                 })
                 .collect(),
             builtins: (self.builtins.iter())
@@ -718,7 +725,7 @@ mod tests {
         let tool = |n: &str| McpTool {
             name: n.into(),
             description: String::new(),
-            input_schema: serde_json::json!({"type": "object"}),
+            input_schema: Arc::new(serde_json::json!({"type": "object"})),
             response: None,
             docs: ToolDocs::default(),
         };

@@ -519,7 +519,7 @@ impl Loader {
                     McpTool {
                         name: t.name,
                         description: t.description,
-                        input_schema: t.input_schema,
+                        input_schema: std::sync::Arc::new(t.input_schema),
                         response: t.response,
                         docs: Default::default(),
                     }
@@ -619,7 +619,7 @@ impl Loader {
                             McpTool {
                                 name: t.name,
                                 description: t.description,
-                                input_schema: t.input_schema,
+                                input_schema: std::sync::Arc::new(t.input_schema),
                                 response: None,
                                 docs: Default::default(),
                             }

@@ -32,7 +32,7 @@ impl McpLegacy {
                 tools.push(ToolDef {
                     name,
                     description: t.description.clone(),
-                    parameters: t.input_schema.clone(),
+                    parameters: (*t.input_schema).clone(),
                 });
             }
         }

@@ -45,7 +45,7 @@ fn document(name: &str, t: &McpTool) -> Value {
     let mut o = Map::new();
     o.insert("name".into(), json!(name));
     o.insert("description".into(), json!(t.description));
-    o.insert("inputSchema".into(), t.input_schema.clone());
+    o.insert("inputSchema".into(), (*t.input_schema).clone());
     if let Some(v) = &t.docs.examples {
         o.insert("examples".into(), v.clone());
     }
