@@ -2,35 +2,10 @@
 //! resumed equals an uninterrupted one, shards merged equal one unsharded run, and a
 //! resume or merge that would mix incomparable outcomes is refused.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_discbench"));
-    c.env("CI", "true");
-    for v in [
-        "SKILL_TOOL_MODE",
-        "CONNECTOR_TOOL_MODE",
-        "DATABASE_TOOL_MODE",
-        "MCP_TOOL_MODE",
-    ]
-    .into_iter()
-    .chain(discbench::strategy::config::ENV_VARS)
-    {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn ok(o: &Output) {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
+use support::cli::{bin, ok};
 
 /// The scenarios these tests run: the tiny one and one from the suite that runs the
 /// selection step and `request_tools`.

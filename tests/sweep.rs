@@ -5,40 +5,15 @@
 //! reachable at every size; and a sweep is one run directory that resumes, shards,
 //! merges and reports like any other, with its curves drawn.
 
+mod support;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use discbench::catalog::{Address, Catalog};
 use discbench::scenario::sweep::{self, needed, Pool, SweepSpec};
 use discbench::scenario::{self, Scenario};
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_discbench"));
-    c.env("CI", "true");
-    for v in [
-        "SKILL_TOOL_MODE",
-        "CONNECTOR_TOOL_MODE",
-        "DATABASE_TOOL_MODE",
-        "MCP_TOOL_MODE",
-    ]
-    .into_iter()
-    .chain(discbench::strategy::config::ENV_VARS)
-    {
-        c.env_remove(v);
-    }
-    c
-}
-
-fn ok(o: &Output) {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-}
+use support::cli::{bin, ok};
 
 fn hub() -> Scenario {
     scenario::load(Path::new("scenarios/enterprise-hub.yaml")).unwrap()

@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests (a directory, so Cargo does not run it
 //! as a test of its own).
 
+pub mod cli;
 pub mod server;

@@ -1,0 +1,37 @@
+//! The discbench binary as the integration tests run it, and the check that a run of
+//! it succeeded.
+
+// Each user needs only part of it.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// The binary, in CI mode, with none of the variables that change modes or protocol
+/// settings inherited from the environment.
+pub fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_discbench"));
+    c.env("CI", "true");
+    for v in [
+        "SKILL_TOOL_MODE",
+        "CONNECTOR_TOOL_MODE",
+        "DATABASE_TOOL_MODE",
+        "MCP_TOOL_MODE",
+    ]
+    .into_iter()
+    .chain(discbench::strategy::config::ENV_VARS)
+    {
+        c.env_remove(v);
+    }
+    c
+}
+
+/// Fails with the command's stdout and stderr unless it exited 0.
+pub fn ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
