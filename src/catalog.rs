@@ -45,6 +45,11 @@ pub struct FixtureResponse {
     pub address: Address,
     pub when: BTreeMap<String, Vec<Value>>,
     pub response: Value,
+    /// An entry without `when` that is the right answer whatever the arguments (a
+    /// clock, a calculator's error): `validate --fixtures` does not list calls it
+    /// answers as gaps.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub any_args: bool,
 }
 
 /// A standard operating procedure the agent can read.

@@ -326,14 +326,50 @@ pub fn has_fixture(cat: &Catalog, address: &Address) -> bool {
     cat.responses.iter().any(|r| &r.address == address) || own_response(cat, address).is_some()
 }
 
+/// Where the answer to a call comes from ([`fixture_response`]'s choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerSource {
+    /// A `responses` entry whose `when` the arguments match.
+    When,
+    /// A `responses` entry without `when`: the address's default in this catalog.
+    /// `any_args` when the fixture says the answer is right whatever the arguments.
+    CatalogDefault { any_args: bool },
+    /// The tool's own `response`.
+    ToolDefault,
+    /// No fixture at all: the small default (`{"status":"ok"}`).
+    Nothing,
+}
+
+/// Where [`fixture_response`] takes its answer to a call of `address` with `args`.
+pub fn answer_source(cat: &Catalog, address: &Address, args: &Value) -> AnswerSource {
+    match fixture_match(cat, address, args) {
+        Some(r) if !r.when.is_empty() => AnswerSource::When,
+        Some(r) => AnswerSource::CatalogDefault {
+            any_args: r.any_args,
+        },
+        None if own_response(cat, address).is_some() => AnswerSource::ToolDefault,
+        None => AnswerSource::Nothing,
+    }
+}
+
 fn fixture_entry<'c>(cat: &'c Catalog, address: &Address, args: &Value) -> Option<&'c Value> {
+    fixture_match(cat, address, args).map(|r| &r.response)
+}
+
+/// The first `responses` entry for `address` whose `when` matches `args`, else the
+/// first one without `when`.
+fn fixture_match<'c>(
+    cat: &'c Catalog,
+    address: &Address,
+    args: &Value,
+) -> Option<&'c crate::catalog::FixtureResponse> {
     let schema = cat.schema_of(address).unwrap_or(Value::Null);
     let mut fallback = None;
     for r in cat.responses.iter().filter(|r| &r.address == address) {
         if r.when.is_empty() {
-            fallback.get_or_insert(&r.response);
+            fallback.get_or_insert(r);
         } else if crate::args::pinned_values_ok(&schema, &r.when, &BTreeMap::new(), args) {
-            return Some(&r.response);
+            return Some(r);
         }
     }
     fallback

@@ -896,3 +896,61 @@ fn a_run_killed_mid_way_resumes_with_every_item_exactly_once() {
     keys.dedup();
     assert_eq!(keys.len(), 40, "every work item exactly once");
 }
+
+/// A query that expects no call is judged on what the model tried: a call written as
+/// text (here as a small open model behind llama.cpp's server writes it), a call to a
+/// tool that does not exist, or arguments that do not parse are not abstentions, and
+/// each still counts in its protocol counter.
+#[test]
+fn a_no_call_query_is_judged_on_what_the_model_tried() {
+    let attempts: [(&str, Value, &str); 4] = [
+        (
+            "none",
+            openai_answer(Some("You're welcome."), json!([])),
+            "",
+        ),
+        (
+            "text",
+            openai_answer(Some("functions.erp__get_order:"), json!([])),
+            "text_calls",
+        ),
+        (
+            "unknown",
+            openai_answer(None, json!([call("c1", "erp__cancel_everything", "{}")])),
+            "unknown_target",
+        ),
+        (
+            "unparsed",
+            openai_answer(
+                None,
+                json!([call("c1", "erp__get_order", "{order_id: 9921")]),
+            ),
+            "schema_violation",
+        ),
+    ];
+    for (what, answer, counter) in attempts {
+        let answer = std::sync::Arc::new(answer);
+        let server = serve(move |s, _| {
+            let (q, answered) = openai_turn(&s.body);
+            if q.contains("Thanks") && !answered {
+                Reply::Json(200, vec![], (*answer).clone())
+            } else {
+                Reply::Json(200, vec![], openai_answer(Some("Done."), json!([])))
+            }
+        });
+        let tmp = tempfile::tempdir().unwrap();
+        ok(&run_tiny(
+            tmp.path(),
+            "openai:m",
+            &["--openai-base-url", &server.url],
+        ));
+        let os = outcomes(tmp.path());
+        let o = by_query(&os, "thanks");
+        let abstained = what == "none";
+        assert_eq!(o["score"]["abstain_ok"], json!(abstained), "{what}: {o}");
+        assert_eq!(o["score"]["exact"], json!(abstained), "{what}: {o}");
+        if !counter.is_empty() {
+            assert_eq!(o["protocol"][counter], json!(1), "{what}: {o}");
+        }
+    }
+}

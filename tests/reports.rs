@@ -136,17 +136,31 @@ fn aggregates_agree_with_a_direct_count() {
             .sum::<f64>()
             / mine.len() as f64;
         assert!((g["f1"].as_f64().unwrap() - f1).abs() < 1e-12);
-        // Surfacing: the mean over the outcomes that expect a call.
-        let measured: Vec<f64> = mine
+        // Surfacing: recall is the mean over the outcomes that expect a call; MRR the
+        // mean over those whose mode ranks what it shows, absent where none does.
+        let recall: Vec<f64> = mine
             .iter()
-            .filter_map(|o| o["surfacing"]["mrr"].as_f64())
+            .filter_map(|o| o["surfacing"]["recall"].as_f64())
             .collect();
         assert_eq!(
             g["surfacing"]["n"].as_u64().unwrap_or(0),
-            measured.len() as u64
+            recall.len() as u64
         );
-        if !measured.is_empty() {
-            let mrr = measured.iter().sum::<f64>() / measured.len() as f64;
+        if !recall.is_empty() {
+            let mean = recall.iter().sum::<f64>() / recall.len() as f64;
+            assert!(
+                (g["surfacing"]["recall"].as_f64().unwrap() - mean).abs() < 1e-9,
+                "{g}"
+            );
+        }
+        let ranked: Vec<f64> = mine
+            .iter()
+            .filter_map(|o| o["surfacing"]["mrr"].as_f64())
+            .collect();
+        if ranked.is_empty() {
+            assert!(g["surfacing"].get("mrr").is_none(), "{g}");
+        } else {
+            let mrr = ranked.iter().sum::<f64>() / ranked.len() as f64;
             assert!(
                 (g["surfacing"]["mrr"].as_f64().unwrap() - mrr).abs() < 1e-9,
                 "{g}"

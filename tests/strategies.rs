@@ -38,7 +38,7 @@ fn call(name: &str, args: Value) -> ToolCall {
 
 fn error_of(r: &discbench::strategy::Resolution) -> Option<ProtocolError> {
     match r.effect {
-        Effect::Error { error } => Some(error),
+        Effect::Error { error, .. } => Some(error),
         _ => None,
     }
 }
@@ -374,7 +374,13 @@ fn retrieval_shows_the_top_k_and_records_them() {
     assert!(o.retrieved.windows(2).all(|w| w[0].score >= w[1].score));
     assert!(o.score.exact && o.protocol.searches == 0);
     let s = o.surfacing.clone().unwrap();
-    assert_eq!((s.recall_at_k, s.mrr), (1.0, 1.0));
+    assert_eq!((s.recall_at_k, s.mrr), (Some(1.0), Some(1.0)));
+    // A mode that shows whole lists ranks nothing: recall only.
+    let o = episode(&sc, "mcp-resource", "oracle", q);
+    let s = o.surfacing.clone().unwrap();
+    assert_eq!((s.recall, s.recall_at_k, s.mrr), (1.0, None, None));
+    let line = serde_json::to_value(&o).unwrap();
+    assert!(line["surfacing"].get("recall_at_k").is_none());
     // Pure retrieval: nothing to search with; what retrieval misses is out of reach.
     let comp = composite(&sc, "retrieval,fallback=none");
     let st = comp.new_state();

@@ -308,7 +308,8 @@ fn meta_tools_answer_as_designed() {
     assert!(matches!(
         r.effect,
         Effect::Error {
-            error: ProtocolError::UnknownTarget
+            error: ProtocolError::UnknownTarget,
+            ..
         }
     ));
     assert!(r.content.contains("valid connectors: erp"), "{}", r.content);
@@ -324,7 +325,8 @@ fn meta_tools_answer_as_designed() {
     assert!(matches!(
         r.effect,
         Effect::Error {
-            error: ProtocolError::BadSubcommand
+            error: ProtocolError::BadSubcommand,
+            ..
         }
     ));
 
@@ -381,7 +383,8 @@ fn meta_tools_answer_as_designed() {
     assert!(matches!(
         r.effect,
         Effect::Error {
-            error: ProtocolError::SchemaViolation
+            error: ProtocolError::SchemaViolation,
+            ..
         }
     ));
     let r = comp.resolve(&call("erp__get_order", json!({})), &mut st, &dbs);
@@ -447,7 +450,8 @@ fn selection_step_and_request_tools() {
     assert!(matches!(
         r.effect,
         Effect::Error {
-            error: ProtocolError::NotLoaded
+            error: ProtocolError::NotLoaded,
+            ..
         }
     ));
     comp.resolve(
@@ -915,24 +919,111 @@ fn fixture_responses_answer_by_arguments_and_validate_lists_the_rest() {
         json!({"status": "ok"})
     );
 
-    // The original tiny scenario: create_issue has no fixture; get_order has one.
+    // The original tiny scenario: create_issue has no fixture; get_order's only answer
+    // is its own response, which a call pinned to an order matches no `when` of.
     let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
         .args(["validate", "--fixtures", "fixtures/snapshot/tiny.yaml"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1), "gaps found exit 1");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("no fixture: issue: mcp:github/create_issue"),
+        text.contains("tiny: no fixture: issue: mcp:github/create_issue"),
         "{text}"
     );
-    assert!(!text.contains("get_order"), "{text}");
+    assert!(
+        text.contains(
+            "tiny: fixture gap: refund: expected call connector:erp/get_order {\"order_id\":\"9921\"} matches no `when` and is answered by the tool's own `response`"
+        ),
+        "{text}"
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
         .args(["validate", "--fixtures"])
         .arg(&path)
         .output()
         .unwrap();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("no fixture"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("no fixture") && !text.contains("create_issue"),
+        "{text}"
+    );
+}
+
+/// `validate --fixtures` finds both items the scale-hub audit found wrong, on a copy
+/// of them as they stood (each allows a look-up whose arguments no fixture `when`
+/// matches, answered by a default about another service or incident), and lists
+/// nothing on the built-in suite; a default marked `any_args` is never a gap.
+#[test]
+fn validate_lists_calls_that_a_default_would_answer_about_another_entity() {
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args([
+            "validate",
+            "--fixtures",
+            "fixtures/gaps/scale-hub-pagerduty-unfixed.yaml",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let gaps: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("fixture gap:"))
+        .collect();
+    assert_eq!(
+        gaps,
+        [
+            "     scale-hub-pagerduty-unfixed: fixture gap: pagerduty-oncall-billing: allowed call connector:pagerduty/get_service {\"service_id\":\"PBS3M9X\"} matches no `when` and is answered by the tool's own `response`",
+            "     scale-hub-pagerduty-unfixed: fixture gap: pagerduty-ack-by-number: allowed call connector:pagerduty/get_incident {\"incident_id\":\"Q9KD3B6TRY2MZC\"} matches no `when` and is answered by the tool's own `response`",
+        ],
+        "{text}"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate", "--fixtures"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        !text.contains("gap") && !text.contains("no fixture"),
+        "{text}"
+    );
+
+    // The same default marked right for any arguments is no gap; `any_args` beside a
+    // `when` is refused.
+    let unfixed =
+        std::fs::read_to_string("fixtures/gaps/scale-hub-pagerduty-unfixed.yaml").unwrap();
+    let marked = unfixed.replacen(
+        "  responses:\n",
+        "  responses:\n    - {address: connector:pagerduty/get_service, any_args: true, response: {error: {message: Not Found, code: 2100}}}\n",
+        1,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("marked.yaml");
+    std::fs::write(&path, &marked).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate", "--fixtures"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("get_service") && text.contains("get_incident"),
+        "{text}"
+    );
+    let both = unfixed.replacen(
+        "  responses:\n",
+        "  responses:\n    - {address: connector:pagerduty/get_service, when: {service_id: [X]}, any_args: true, response: {}}\n",
+        1,
+    );
+    std::fs::write(&path, &both).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .args(["validate"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("any_args"));
 }
 
 /// Whether every blind call of an outcome goes to an address whose definition the

@@ -57,9 +57,12 @@ struct Line {
 
 #[derive(Deserialize)]
 struct LineSurfacing {
-    recall_at_k: f64,
+    /// Absent where the mode ranks nothing.
+    #[serde(default)]
+    recall_at_k: Option<f64>,
     recall: f64,
-    mrr: f64,
+    #[serde(default)]
+    mrr: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -210,9 +213,9 @@ impl Batch {
         }
         let sf = l.surfacing.as_ref();
         for (k, v) in [
-            ("surfacing_recall_at_k", sf.map(|x| x.recall_at_k)),
+            ("surfacing_recall_at_k", sf.and_then(|x| x.recall_at_k)),
             ("surfacing_recall", sf.map(|x| x.recall)),
-            ("surfacing_mrr", sf.map(|x| x.mrr)),
+            ("surfacing_mrr", sf.and_then(|x| x.mrr)),
         ] {
             self.of.entry(k).or_default().push(v);
         }
@@ -491,7 +494,8 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         col("recall").mean().alias("recall"),
         col("f1").mean().alias("f1"),
         col("catalog_size").max().alias("catalog_size"),
-        u(col("surfacing_mrr").is_not_null()).alias("surfacing_n"),
+        u(col("surfacing_recall").is_not_null()).alias("surfacing_n"),
+        u(col("surfacing_mrr").is_not_null()).alias("surfacing_ranked_n"),
         col("surfacing_recall_at_k")
             .mean()
             .alias("surfacing_recall_at_k"),
@@ -637,13 +641,24 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             pass: pass_k(&qs),
             surfacing: match get("surfacing_n")? as u64 {
                 0 => None,
-                n => Some(SurfacingStat {
-                    n,
-                    k: crate::score::surfacing::K,
-                    recall_at_k: stable(get("surfacing_recall_at_k")?),
-                    recall: stable(get("surfacing_recall")?),
-                    mrr: stable(get("surfacing_mrr")?),
-                }),
+                n => {
+                    let ranked = get("surfacing_ranked_n")? as u64 > 0;
+                    Some(SurfacingStat {
+                        n,
+                        k: crate::score::surfacing::K,
+                        recall_at_k: if ranked {
+                            Some(stable(get("surfacing_recall_at_k")?))
+                        } else {
+                            None
+                        },
+                        recall: stable(get("surfacing_recall")?),
+                        mrr: if ranked {
+                            Some(stable(get("surfacing_mrr")?))
+                        } else {
+                            None
+                        },
+                    })
+                }
             },
             provider_usage: spend.get(&key).and_then(|s| s.0),
             cost_usd: spend.get(&key).and_then(|s| s.1),

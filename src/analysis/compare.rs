@@ -126,14 +126,14 @@ pub const METRICS: [Metric; 14] = [
         unit: Unit::Pp,
         higher_is_better: true,
         default_threshold: 1.0,
-        get: |g| g.surfacing.map(|s| s.recall_at_k),
+        get: |g| g.surfacing.and_then(|s| s.recall_at_k),
     },
     Metric {
         name: "mrr",
         unit: Unit::Pp,
         higher_is_better: true,
         default_threshold: 1.0,
-        get: |g| g.surfacing.map(|s| s.mrr),
+        get: |g| g.surfacing.and_then(|s| s.mrr),
     },
 ];
 

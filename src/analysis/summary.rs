@@ -97,14 +97,18 @@ pub struct Group {
 }
 
 /// The surfacing measures of a group: means over its outcomes that expect a call.
+/// Recall@k and MRR are means over the outcomes whose mode ranks what it shows, and
+/// absent when none does (see [`crate::score::surfacing`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SurfacingStat {
     /// Outcomes measured.
     pub n: u64,
     pub k: usize,
-    pub recall_at_k: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
     pub recall: f64,
-    pub mrr: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mrr: Option<f64>,
 }
 
 /// Provider usage of a group, summed.

@@ -158,10 +158,15 @@ pub fn judge(
                 skills_in_context: Vec::new(),
                 unloaded: false,
                 cut: Vec::new(),
+                malformed: false,
             }
         })
         .collect();
-    let s = score::score(query, &calls, &[], &sc.catalog, dbs);
+    // BFCL's own rule: an output that does not decode is no call at all, so an
+    // irrelevance entry answered with a malformed call counts as an abstention there.
+    // It is kept here (no text calls, nothing malformed) so that the agreement with
+    // BFCL's checker holds; runs judge what the model tried (see `score::score`).
+    let s = score::score(query, &calls, 0, &[], &sc.catalog, dbs);
     let valid = s.exact && s.args_ok != Some(false);
     let reason = (!valid).then(|| reason(sc, query, &calls));
     Verdict {

@@ -354,8 +354,10 @@ pub struct TokensArgs {
 pub struct ValidateArgs {
     /// Files or directories [default: scenarios]
     pub paths: Vec<PathBuf>,
-    /// Also list, per query, the expected or allowed tools that have no fixture
-    /// response (they would answer `{"status":"ok"}`).
+    /// Also list, per query, the expected or allowed calls that the fixtures would
+    /// answer about another entity: tools with no fixture response (`{"status":"ok"}`),
+    /// and calls whose pinned arguments match no `when` and fall to a default not
+    /// marked `any_args`; exit 1 when any is listed.
     #[arg(long)]
     pub fixtures: bool,
 }

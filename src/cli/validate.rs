@@ -4,39 +4,14 @@
 use super::args::ValidateArgs;
 use super::config;
 use super::failure::{io, Failure};
-use crate::catalog::Address;
-use crate::environment::has_fixture;
 use crate::error::InputErrors;
 use crate::exit;
-use crate::scenario::{self, FileKind, Scenario};
-
-/// Per query, each expected or allowed tool (not skills, not database queries) that
-/// has no fixture response.
-pub fn without_fixture(sc: &Scenario) -> Vec<(String, Address)> {
-    let mut out = Vec::new();
-    for q in &sc.queries {
-        let mut seen = Vec::new();
-        let addresses = q
-            .expect
-            .all_alternatives()
-            .map(|c| &c.address)
-            .chain(q.expect.allow.iter().map(|a| &a.address));
-        for a in addresses {
-            if matches!(a, Address::Skill(_) | Address::Database(_)) || seen.contains(&a) {
-                continue;
-            }
-            seen.push(a);
-            if !has_fixture(&sc.catalog, a) {
-                out.push((q.id.clone(), a.clone()));
-            }
-        }
-    }
-    out
-}
+use crate::scenario::{self, gaps, FileKind};
 
 pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let mut files = Vec::new();
     let mut errors = Vec::new();
+    let mut gaps_found = 0usize;
     for p in config::default_paths(&a.paths) {
         match scenario::expand(&p) {
             Ok(mut f) => files.append(&mut f),
@@ -54,8 +29,9 @@ pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Fa
                 writeln!(out, "ok   {} ({what})", f.display()).map_err(io)?;
                 if a.fixtures && kind == FileKind::Scenario {
                     if let Ok(sc) = scenario::load(f) {
-                        for (q, address) in without_fixture(&sc) {
-                            writeln!(out, "     no fixture: {q}: {address}").map_err(io)?;
+                        for gap in gaps::fixture_gaps(&sc) {
+                            gaps_found += 1;
+                            writeln!(out, "     {}: {gap}", sc.name).map_err(io)?;
                         }
                     }
                 }
@@ -63,9 +39,16 @@ pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Fa
             Err(mut e) => errors.append(&mut e.0),
         }
     }
-    if errors.is_empty() {
-        Ok(exit::OK)
-    } else {
+    if !errors.is_empty() {
         Err(Failure::Input(InputErrors(errors)))
+    } else if gaps_found > 0 {
+        writeln!(
+            out,
+            "{gaps_found} fixture gap(s): a call the expectations require or allow would be answered about another entity (see `validate --fixtures` in the docs)"
+        )
+        .map_err(io)?;
+        Ok(exit::REGRESSION)
+    } else {
+        Ok(exit::OK)
     }
 }

@@ -90,17 +90,21 @@ fn group_row(g: &Group, with_scenario: bool) -> String {
     );
     let cached = g.tokens.get("billed_cached").map_or(0.0, |t| t.median);
     r += &num_td(cached, format!("{cached:.0}"));
-    let (rk, mrr) = g.surfacing.map_or((-1.0, -1.0), |x| (x.recall_at_k, x.mrr));
+    let sf = g.surfacing;
     r += &num_td(
-        rk,
-        g.surfacing
-            .map(|x| pct(x.recall_at_k))
+        sf.map_or(-1.0, |x| x.recall),
+        sf.map(|x| pct(x.recall)).unwrap_or_else(|| "-".into()),
+    );
+    r += &num_td(
+        sf.and_then(|x| x.recall_at_k).unwrap_or(-1.0),
+        sf.and_then(|x| x.recall_at_k)
+            .map(pct)
             .unwrap_or_else(|| "-".into()),
     );
     r += &num_td(
-        mrr,
-        g.surfacing
-            .map(|x| format!("{:.3}", x.mrr))
+        sf.and_then(|x| x.mrr).unwrap_or(-1.0),
+        sf.and_then(|x| x.mrr)
+            .map(|m| format!("{m:.3}"))
             .unwrap_or_else(|| "-".into()),
     );
     let s = g.savings_first_turn.unwrap_or(0.0);
@@ -131,8 +135,9 @@ fn group_table(groups: &[&Group], with_scenario: bool) -> String {
         "billed in (median)",
         "billed in (p95)",
         "billed, prefix cached",
-        "recall@5",
-        "MRR",
+        "surfaced",
+        "recall@5 (ranked)",
+        "MRR (ranked)",
         "first turn vs legacy",
         "protocol errors",
     ] {
@@ -143,6 +148,12 @@ fn group_table(groups: &[&Group], with_scenario: bool) -> String {
         t += &group_row(g, with_scenario);
     }
     t += "</tbody></table>";
+    if groups
+        .iter()
+        .any(|g| g.surfacing.is_some_and(|x| x.recall_at_k.is_none()))
+    {
+        let _ = write!(t, "<p class=note>{}</p>", esc(super::table::UNRANKED_NOTE));
+    }
     t
 }
 

@@ -44,7 +44,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
     scenarios.dedup();
     for sc in scenarios {
         let _ = writeln!(out, "## {sc}\n");
-        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | recall@5 / MRR | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
+        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | surfaced / recall@5 / MRR | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
         let _ = writeln!(
             out,
             "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
@@ -70,7 +70,14 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                 g.tokens["billed_input"].median,
                 g.tokens.get("billed_cached").map_or(0.0, |t| t.median),
                 g.surfacing
-                    .map(|x| format!("{} / {:.3}", pct(x.recall_at_k), x.mrr))
+                    .map(|x| format!(
+                        "{} / {} / {}",
+                        pct(x.recall),
+                        x.recall_at_k.map(pct).unwrap_or_else(|| "-".into()),
+                        x.mrr
+                            .map(|m| format!("{m:.3}"))
+                            .unwrap_or_else(|| "-".into())
+                    ))
                     .unwrap_or_else(|| "-".into()),
                 g.savings_first_turn
                     .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
@@ -80,6 +87,13 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                 pct(g.pass.pass_at_k),
                 pct(g.pass.pass_hat_k),
             );
+        }
+        if s.groups
+            .iter()
+            .filter(|g| g.scenario == sc)
+            .any(|g| g.surfacing.is_some_and(|x| x.recall_at_k.is_none()))
+        {
+            let _ = writeln!(out, "\n{}", super::table::UNRANKED_NOTE);
         }
         out.push('\n');
         let pairs: Vec<_> = s.pairs.iter().filter(|p| p.scenario == sc).collect();

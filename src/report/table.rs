@@ -23,7 +23,10 @@ pub struct Row {
     pub billed_input: f64,
     /// Median billed input with every cacheable prefix priced as a cache hit.
     pub billed_cached: f64,
-    /// Mean recall@k of the expected addresses among what was surfaced.
+    /// Share of the expected addresses surfaced at all.
+    pub recall: Option<f64>,
+    /// Mean recall@k of the expected addresses among what was surfaced, where the
+    /// mode ranks what it shows.
     pub recall_at_k: Option<f64>,
     /// `1 - median first_turn / median first_turn(legacy)`, same scenario and model.
     pub savings: Option<f64>,
@@ -48,7 +51,8 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 first_turn: median("first_turn"),
                 billed_input: median("billed_input"),
                 billed_cached: median("billed_cached"),
-                recall_at_k: g.surfacing.map(|x| x.recall_at_k),
+                recall: g.surfacing.map(|x| x.recall),
+                recall_at_k: g.surfacing.and_then(|x| x.recall_at_k),
                 savings: g.savings_first_turn,
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
@@ -69,6 +73,7 @@ pub fn render(rows: &[Row]) -> String {
         "first-turn tok",
         "billed in",
         "cached bill",
+        "surfaced",
         "recall@5",
         "vs legacy",
         "proto err",
@@ -90,6 +95,9 @@ pub fn render(rows: &[Row]) -> String {
                 format!("{:.0}", r.first_turn),
                 format!("{:.0}", r.billed_input),
                 format!("{:.0}", r.billed_cached),
+                r.recall
+                    .map(|x| format!("{:.1}%", x * 100.0))
+                    .unwrap_or_else(|| "-".into()),
                 r.recall_at_k
                     .map(|x| format!("{:.1}%", x * 100.0))
                     .unwrap_or_else(|| "-".into()),
@@ -133,5 +141,15 @@ pub fn render(rows: &[Row]) -> String {
     for row in &cells {
         line(&mut out, row);
     }
+    if rows
+        .iter()
+        .any(|r| r.recall.is_some() && r.recall_at_k.is_none())
+    {
+        out.push_str(UNRANKED_NOTE);
+        out.push('\n');
+    }
     out
 }
+
+/// What a `-` under recall@5 means.
+pub const UNRANKED_NOTE: &str = "surfaced: share of the expected tools shown to the model at all; recall@5: only for modes that rank what they show (the selection step, retrieval, tool search), `-` for those that show whole lists at once";

@@ -158,7 +158,7 @@ impl Episode<'_> {
         let mut seen_tools: BTreeSet<String> = BTreeSet::new();
         let mut n_turns = 0;
         // The model's own misbehaviour, counted per answer.
-        let (mut empty, mut text_calls, mut refusals, mut truncs) = (0, 0, 0, 0);
+        let (mut empty, mut refusals, mut truncs) = (0, 0, 0);
         for turn in 1..=unit.max_turns {
             if infra_error.is_some() {
                 break;
@@ -279,7 +279,7 @@ impl Episode<'_> {
                 }
                 let offered: Vec<&str> = cx.tools.iter().map(|t| t.name.as_str()).collect();
                 if score::is_text_call(said, &offered) {
-                    text_calls += 1;
+                    tally.text_calls += 1;
                 }
             }
             let Response {
@@ -371,7 +371,6 @@ impl Episode<'_> {
             .reduce(Usage::plus);
         let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
         protocol.empty_answers = empty;
-        protocol.text_calls = text_calls;
         protocol.refusals = refusals;
         protocol.truncated = truncs;
         Outcome {

@@ -21,6 +21,10 @@ pub struct Tally {
     pub calls: Vec<CallRecord>,
     /// What was surfaced to the model, in order (see [`surfacing`]).
     pub surfaced: Vec<Event>,
+    /// Answers that wrote a call as text instead of making it.
+    pub text_calls: usize,
+    /// Whether the mode ranks what it shows (recall@k and MRR are measured only then).
+    ranked: bool,
     /// FIM One's budget on all tool results of one query.
     budget: Budget,
 }
@@ -45,6 +49,8 @@ impl Tally {
         Tally {
             calls: Vec::new(),
             surfaced: Vec::new(),
+            text_calls: 0,
+            ranked: comp.ranks(),
             budget: Budget::new(comp.config().results.budget_tokens),
         }
     }
@@ -124,6 +130,7 @@ impl Tally {
             skills_in_context,
             unloaded,
             cut,
+            malformed: false,
         };
         let layer = match &r.effect {
             Effect::Fetched { addresses, .. } => {
@@ -151,9 +158,10 @@ impl Tally {
                 record.args = Some(args.clone());
                 Layer::Results
             }
-            Effect::Error { error } => {
+            Effect::Error { error, malformed } => {
                 ledger.results += n;
                 record.error = Some(*error);
+                record.malformed = *malformed;
                 Layer::Results
             }
         };
@@ -198,6 +206,8 @@ impl Tally {
             skills_in_context: Vec::new(),
             unloaded: false,
             cut: Vec::new(),
+            // A tool that is not in the list is a call made to nothing.
+            malformed: error == ProtocolError::UnknownTarget,
         });
         Entry::new(
             Layer::Results,
@@ -228,12 +238,16 @@ impl Tally {
             score: score::score(
                 query,
                 &self.calls,
+                self.text_calls,
                 final_skills,
                 &scenario.catalog,
                 databases,
             ),
-            protocol: score::protocol(&self.calls, turns, hit_max_turns),
-            surfacing: surfacing::surfacing(&expected, &self.surfaced),
+            protocol: Protocol {
+                text_calls: self.text_calls,
+                ..score::protocol(&self.calls, turns, hit_max_turns)
+            },
+            surfacing: surfacing::surfacing(&expected, &self.surfaced, self.ranked),
         }
     }
 }

@@ -170,6 +170,14 @@ impl Checker {
                 );
                 continue;
             }
+            if r.any_args && r.when.is_some() {
+                self.err(
+                    &f,
+                    &format!("{p}.any_args"),
+                    "`any_args` marks a default answer (an entry without `when`) as right for any arguments; an entry with `when` answers only the calls it matches",
+                );
+                continue;
+            }
             let when = match r.when {
                 None => BTreeMap::new(),
                 Some(w) => {
@@ -184,6 +192,7 @@ impl Checker {
                 address,
                 when,
                 response: r.response,
+                any_args: r.any_args,
             });
         }
     }

@@ -6,10 +6,12 @@
 //! is reported, not only the first.
 //!
 //! [`types`] holds the resolved types, [`load`](mod@load) the parsing and includes,
-//! [`check`] the validation, [`expect`] the expectation language.
+//! [`check`] the validation, [`expect`] the expectation language, [`gaps`] the
+//! calls whose fixtures would answer about another entity.
 
 mod check;
 pub mod expect;
+pub mod gaps;
 pub mod load;
 mod raw;
 pub mod sweep;

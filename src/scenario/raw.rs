@@ -79,6 +79,9 @@ pub struct RawResponse {
     #[serde(default)]
     pub when: Option<BTreeMap<String, Value>>,
     pub response: Value,
+    /// The entry (without `when`) is right for any arguments.
+    #[serde(default)]
+    pub any_args: bool,
 }
 
 #[derive(Debug, Deserialize)]

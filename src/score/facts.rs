@@ -17,6 +17,9 @@ pub struct Facts<'a> {
     pub predicted: Vec<Address>,
     /// Expected skills the model read only after it had acted: predictions, not hits.
     pub late: BTreeSet<Address>,
+    /// The model tried a call that could not act: one written as text, or a malformed
+    /// one (an unknown tool or target, arguments that do not parse).
+    pub tried: bool,
 }
 
 impl<'a> Facts<'a> {
@@ -63,6 +66,7 @@ impl<'a> Facts<'a> {
             acting_skills,
             predicted,
             late,
+            tried: false,
         }
     }
 }

@@ -1,7 +1,6 @@
 //! What scoring reads and writes: each call as the runner recorded it
 //! ([`CallRecord`]), the selection metrics of an outcome ([`Score`]), and its protocol
-//! counters ([`Protocol`], counted by [`protocol`]), with the test for a call written
-//! out as text instead of made.
+//! counters ([`Protocol`], counted by [`protocol`]).
 
 use std::collections::BTreeSet;
 
@@ -61,6 +60,11 @@ pub struct CallRecord {
     /// (never shown whole).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cut: Vec<Address>,
+    /// A refused call the model tried to make: an unknown tool or target of an
+    /// execution, or arguments that do not parse. On a query that expects no call it
+    /// is an attempt, not an abstention.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub malformed: bool,
 }
 
 /// The selection metrics of one outcome.
@@ -157,32 +161,6 @@ impl Protocol {
             + self.text_calls
             + self.refusals
             + self.truncated
-    }
-}
-
-/// Whether an answer's text is a tool call written out instead of made: the text (a
-/// fenced block's content, or after a `<tool_call>` tag) parses as a JSON object, or
-/// an array of them, whose `name` (or `function.name`) is one of the offered tools.
-pub fn is_text_call(text: &str, offered: &[&str]) -> bool {
-    let mut t = text.trim();
-    if let Some(rest) = t.split_once("<tool_call>").map(|(_, r)| r) {
-        t = rest.split("</tool_call>").next().unwrap_or(rest).trim();
-    }
-    if let Some(rest) = t.strip_prefix("```") {
-        let rest = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic());
-        t = rest.split("```").next().unwrap_or(rest).trim();
-    }
-    let names = |v: &Value| -> bool {
-        let name = v
-            .get("name")
-            .or_else(|| v.get("function").and_then(|f| f.get("name")))
-            .and_then(Value::as_str);
-        name.is_some_and(|n| offered.contains(&n))
-    };
-    match serde_json::from_str::<Value>(t) {
-        Ok(v @ Value::Object(_)) => names(&v),
-        Ok(Value::Array(a)) => !a.is_empty() && a.iter().all(names),
-        _ => false,
     }
 }
 

@@ -39,7 +39,8 @@ pub fn classic(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Database
         hits,
         pred.is_empty() && expected.is_empty(),
     );
-    let mut exact = pred == expected && late.is_empty();
+    // A query that expects no call is met only by a model that tried none.
+    let mut exact = pred == expected && late.is_empty() && !(expected.is_empty() && facts.tried);
     if exact && expect.order == Order::Sequence {
         let want: Vec<&Address> = calls
             .iter()
@@ -78,7 +79,9 @@ pub fn classic(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Database
         recall,
         f1,
         first_call_correct,
-        abstain_ok: expected.is_empty().then_some(pred.is_empty()),
+        abstain_ok: expected
+            .is_empty()
+            .then_some(pred.is_empty() && !facts.tried),
         forbidden_hit: predicted.iter().any(|a| expect.forbid.contains(a)),
         args_ok,
         schema_valid: schema_valid(facts),

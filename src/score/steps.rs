@@ -139,7 +139,9 @@ pub fn stepwise(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databas
     // `exhaustive`: no executed call beyond the instances, allowed ones aside.
     let counted_ok =
         !expect.exhaustive || occ.iter().filter(|(a, _)| !allowed(a)).count() <= non_skill.len();
+    // A query that expects no call is met only by a model that tried none.
     let exact = misses.is_empty()
+        && !(insts.is_empty() && facts.tried)
         && counted_ok
         && skill_insts_met == insts.len() - non_skill.len()
         && ordered_assignment(expect, &insts, &cand, facts);
@@ -160,7 +162,9 @@ pub fn stepwise(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databas
         recall,
         f1,
         first_call_correct,
-        abstain_ok: insts.is_empty().then_some(misses.is_empty()),
+        abstain_ok: insts
+            .is_empty()
+            .then_some(misses.is_empty() && !facts.tried),
         forbidden_hit: facts.predicted.iter().any(|a| expect.forbid.contains(a)),
         args_ok,
         schema_valid: schema_valid(facts),

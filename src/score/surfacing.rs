@@ -1,8 +1,14 @@
 //! Surfacing: where the expected addresses stood among what the strategy put in front
 //! of the model — retrieved, selected by the selection step, shown up front, fetched
-//! through a meta-tool, found by a search, read from a resource — as recall@k and
-//! reciprocal rank, the retrieval measures of RAG-MCP and tool-search studies, for
-//! every strategy alike.
+//! through a meta-tool, found by a search, read from a resource — as recall (surfaced
+//! at all), recall@k and reciprocal rank, the retrieval measures of RAG-MCP and
+//! tool-search studies.
+//!
+//! Recall is measured for every strategy. Recall@k and MRR are measured only where the
+//! mode ranks what it shows (the selection step, retrieval, tool search): a strategy
+//! that shows a whole list at once (every tool up front, every tool of a server on
+//! `discover`) ranks nothing, and its recall@5 would be 0% by construction for any
+//! list longer than ten, which a reader takes for "never finds the tool".
 //!
 //! Addresses are ranked in the order they were surfaced. An event that ranks what it
 //! surfaces (retrieval, the selection step's list, a search's results) gives each
@@ -31,19 +37,24 @@ pub struct Surfacing {
     /// Distinct addresses surfaced.
     pub surfaced: usize,
     pub k: usize,
-    /// Share of the expected addresses ranked within `k`.
-    pub recall_at_k: f64,
+    /// Share of the expected addresses ranked within `k`; `None` where the mode ranks
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall_at_k: Option<f64>,
     /// Share of the expected addresses surfaced at all.
     pub recall: f64,
-    /// Mean over the expected addresses of 1 / rank (0 when never surfaced).
-    pub mrr: f64,
+    /// Mean over the expected addresses of 1 / rank (0 when never surfaced); `None`
+    /// where the mode ranks nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mrr: Option<f64>,
     /// Each expected address's rank, `None` when never surfaced.
     pub ranks: Vec<Option<f64>>,
 }
 
 /// The measures for `expected` (distinct, skills left out); `None` when nothing is
-/// expected.
-pub fn surfacing(expected: &[Address], events: &[Event]) -> Option<Surfacing> {
+/// expected. `ranked`: whether the mode ranks what it shows (recall@k and MRR are
+/// measured only then).
+pub fn surfacing(expected: &[Address], events: &[Event], ranked: bool) -> Option<Surfacing> {
     let mut expected: Vec<&Address> = expected
         .iter()
         .filter(|a| !matches!(a, Address::Skill(_)))
@@ -79,9 +90,10 @@ pub fn surfacing(expected: &[Address], events: &[Event]) -> Option<Surfacing> {
     Some(Surfacing {
         surfaced: rank.len(),
         k: K,
-        recall_at_k: ranks.iter().flatten().filter(|r| **r <= K as f64).count() as f64 / m,
+        recall_at_k: ranked
+            .then(|| ranks.iter().flatten().filter(|r| **r <= K as f64).count() as f64 / m),
         recall: ranks.iter().flatten().count() as f64 / m,
-        mrr: ranks.iter().flatten().map(|r| 1.0 / r).sum::<f64>() / m,
+        mrr: ranked.then(|| ranks.iter().flatten().map(|r| 1.0 / r).sum::<f64>() / m),
         ranks,
     })
 }
@@ -110,17 +122,21 @@ mod tests {
             },
         ];
         // b is 2nd; t3 ties with nine others over ranks 3..=12: mean 7.5.
-        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events).unwrap();
+        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events, true).unwrap();
         assert_eq!(s.ranks, vec![Some(2.0), Some(7.5), None]);
         assert_eq!(s.surfaced, 12);
-        assert!((s.recall_at_k - 1.0 / 3.0).abs() < 1e-9);
+        assert!((s.recall_at_k.unwrap() - 1.0 / 3.0).abs() < 1e-9);
         assert!((s.recall - 2.0 / 3.0).abs() < 1e-9);
-        assert!((s.mrr - (0.5 + 1.0 / 7.5) / 3.0).abs() < 1e-9);
+        assert!((s.mrr.unwrap() - (0.5 + 1.0 / 7.5) / 3.0).abs() < 1e-9);
+        // A mode that ranks nothing gets recall, and no recall@k or MRR.
+        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events[1..], false).unwrap();
+        assert_eq!((s.recall_at_k, s.mrr), (None, None));
+        assert!((s.recall - 1.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
     fn nothing_expected_has_no_measures_and_skills_do_not_count() {
-        assert_eq!(surfacing(&[Address::Skill("x".into())], &[]), None);
-        assert_eq!(surfacing(&[], &[]), None);
+        assert_eq!(surfacing(&[Address::Skill("x".into())], &[], true), None);
+        assert_eq!(surfacing(&[], &[], true), None);
     }
 }

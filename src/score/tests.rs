@@ -35,6 +35,7 @@ fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallR
         skills_in_context: skills.iter().map(|s| s.to_string()).collect(),
         unloaded: false,
         cut: Vec::new(),
+        malformed: false,
     }
 }
 
@@ -52,6 +53,7 @@ fn a_skill_read_after_acting_is_not_a_hit() {
     let s = score(
         q,
         &read_first,
+        0,
         &["Refund Processing".into()],
         &sc.catalog,
         &dbs,
@@ -66,6 +68,7 @@ fn a_skill_read_after_acting_is_not_a_hit() {
     let s = score(
         q,
         &read_late,
+        0,
         &["Refund Processing".into()],
         &sc.catalog,
         &dbs,
@@ -158,12 +161,13 @@ fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
         skills_in_context: Vec::new(),
         unloaded: false,
         cut: Vec::new(),
+        malformed: false,
     }
 }
 
 fn score_of(sc: &crate::scenario::Scenario, q: usize, calls: &[CallRecord]) -> Score {
     let dbs = Databases::build(&sc.catalog).unwrap();
-    score(&sc.queries[q], calls, &[], &sc.catalog, &dbs)
+    score(&sc.queries[q], calls, 0, &[], &sc.catalog, &dbs)
 }
 
 fn order() -> Address {
@@ -346,21 +350,80 @@ fn sql_is_ordered_and_narrow_only_when_the_expectation_says_so() {
     );
 }
 
+fn refused(error: crate::strategy::ProtocolError, malformed: bool) -> CallRecord {
+    CallRecord {
+        effect: CallEffect::Error,
+        address: None,
+        error: Some(error),
+        args: None,
+        malformed,
+        ..exec(1, &order(), json!({}))
+    }
+}
+
 #[test]
-fn calls_written_as_text_are_recognised() {
-    let offered = ["erp__get_order", "calculator"];
-    assert!(is_text_call(
-        r#"{"name": "erp__get_order", "arguments": {}}"#,
-        &offered
-    ));
-    assert!(is_text_call(
-        "```json\n[{\"function\": {\"name\": \"calculator\"}}]\n```",
-        &offered
-    ));
-    assert!(is_text_call(
-        "<tool_call>{\"name\": \"calculator\", \"arguments\": {}}</tool_call>",
-        &offered
-    ));
-    assert!(!is_text_call(r#"{"name": "something_else"}"#, &offered));
-    assert!(!is_text_call("The order total is 84.50.", &offered));
+fn a_no_call_query_is_met_only_by_a_model_that_tried_no_call() {
+    use crate::strategy::ProtocolError::{BadSubcommand, SchemaViolation, UnknownTarget};
+    // The classic `calls: []` and a v2 one that allows a read.
+    let (_d, sc) = with_queries(
+        "  - {id: thanks, text: Thanks!, expect: {calls: []}}\n\
+         \x20 - id: look\n    text: Thanks, that's all.\n    expect: {calls: [], allow: [connector:erp/get_order]}\n",
+    );
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    for q in &sc.queries {
+        let judge = |calls: &[CallRecord], text_calls: usize| {
+            score(q, calls, text_calls, &[], &sc.catalog, &dbs)
+        };
+        let s = judge(&[], 0);
+        assert!(
+            s.exact && s.abstain_ok == Some(true),
+            "{}: nothing tried",
+            q.id
+        );
+        // A call written as text, a call to an unknown tool, arguments that do not
+        // parse: each tried to act.
+        for (calls, text) in [
+            (vec![], 1),
+            (vec![refused(UnknownTarget, true)], 0),
+            (vec![refused(SchemaViolation, true)], 0),
+        ] {
+            let s = judge(&calls, text);
+            assert_eq!(s.abstain_ok, Some(false), "{}: {calls:?} {text}", q.id);
+            assert!(!s.exact, "{}: {calls:?} {text}", q.id);
+        }
+        // A look that failed (a `discover` of a server that does not exist, a bad
+        // subcommand) is not a call made.
+        for e in [UnknownTarget, BadSubcommand] {
+            let s = judge(&[refused(e, false)], 0);
+            assert!(s.exact && s.abstain_ok == Some(true), "{}: {e:?}", q.id);
+        }
+    }
+    // An allowed read stays neutral; an executed call that is not allowed is not an
+    // abstention, as before.
+    let look = &sc.queries[1];
+    let read = exec(1, &order(), json!({"order_id": "9921"}));
+    let s = score(look, &[read.clone()], 0, &[], &sc.catalog, &dbs);
+    assert!(s.exact && s.abstain_ok == Some(true));
+    let s = score(&sc.queries[0], &[read], 0, &[], &sc.catalog, &dbs);
+    assert!(!s.exact && s.abstain_ok == Some(false));
+}
+
+#[test]
+fn a_query_that_expects_calls_is_judged_on_its_calls_alone() {
+    // Malformed attempts beside the right call are protocol errors, counted apart;
+    // they do not change the selection metrics.
+    let sc = crate::scenario::load(std::path::Path::new("fixtures/snapshot/tiny.yaml")).unwrap();
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let q = sc.queries.iter().find(|q| q.id == "issue").unwrap();
+    let create = Address::Mcp("github".into(), "create_issue".into());
+    let calls = [
+        exec(
+            1,
+            &create,
+            json!({"repo": "acme/app", "title": "Crash on start"}),
+        ),
+        refused(crate::strategy::ProtocolError::UnknownTarget, true),
+    ];
+    let s = score(q, &calls, 1, &[], &sc.catalog, &dbs);
+    assert!(s.exact && s.abstain_ok.is_none());
 }

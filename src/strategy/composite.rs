@@ -228,6 +228,12 @@ impl Composite {
         self.mode.selection && self.tools.len() > self.config.selection.threshold
     }
 
+    /// Whether this mode ranks what it shows: the selection step's list, or a part
+    /// that ranks (tool search, retrieval). Recall@k and MRR are measured only then.
+    pub fn ranks(&self) -> bool {
+        self.selection_applies() || self.parts.iter().any(|p| p.ranks())
+    }
+
     pub fn selection_config(&self) -> SelectionConfig {
         self.config.selection
     }
@@ -493,13 +499,13 @@ impl Composite {
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
-                return Resolution::error(
+                return Resolution::malformed(
                     ProtocolError::SchemaViolation,
                     "arguments must be a JSON object",
                 )
             }
             Err(e) => {
-                return Resolution::error(
+                return Resolution::malformed(
                     ProtocolError::SchemaViolation,
                     format!("arguments are not valid JSON: {e}"),
                 )
@@ -530,7 +536,7 @@ impl Composite {
         let Some(&i) = self.owner.get(&call.name) else {
             let visible = self.visible_tools(state);
             let names: Vec<&str> = visible.iter().map(|t| t.name.as_str()).collect();
-            return Resolution::error(
+            return Resolution::malformed(
                 ProtocolError::UnknownTarget,
                 format!(
                     "unknown tool `{}`; available tools: {}",

@@ -140,13 +140,16 @@ impl Strategy for ConnectorsProgressive {
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(conn) = self.by_name(name) else {
+            // An `execute` of a connector that does not exist is a call made; a
+            // `discover` of one is a look.
             return Resolution::error(
                 ProtocolError::UnknownTarget,
                 format!(
                     "no connector `{name}`; {}",
                     valid("connectors", &self.names)
                 ),
-            );
+            )
+            .malformed_if(sub == "execute");
         };
         match sub {
             "discover" if conn.actions.is_empty() => Resolution::fetched(
@@ -169,7 +172,7 @@ impl Strategy for ConnectorsProgressive {
                 };
                 // The first action whose shown name matches, as FIM One looks it up.
                 let Some(found) = conn.actions.iter().find(|a| safe_name(&a.name) == action) else {
-                    return Resolution::error(
+                    return Resolution::malformed(
                         ProtocolError::UnknownTarget,
                         format!(
                             "connector `{name}` has no action `{action}`; {}",

@@ -217,10 +217,13 @@ impl Strategy for DatabasesProgressive {
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(db) = self.by_name(name) else {
+            // A `query` of a database that does not exist is a call made; listing or
+            // discovering one is a look.
             return Resolution::error(
                 ProtocolError::UnknownTarget,
                 format!("no database `{name}`; {}", valid("databases", &self.names)),
-            );
+            )
+            .malformed_if(sub == "query");
         };
         match sub {
             "list_tables" => Resolution::fetched(list_tables(db), Vec::new()),

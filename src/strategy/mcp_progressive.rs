@@ -119,13 +119,16 @@ impl Strategy for McpProgressive {
             (Err(r), _) | (_, Err(r)) => return r,
         };
         let Some(server) = self.catalog.mcp_server(name) else {
+            // A `call` on a server that does not exist is a call made; a `discover` of
+            // one is a look.
             return Resolution::error(
                 ProtocolError::UnknownTarget,
                 format!(
                     "no MCP server `{name}`; {}",
                     valid("servers", self.catalog.mcp_servers.iter().map(|s| &s.name))
                 ),
-            );
+            )
+            .malformed_if(sub == "call");
         };
         match sub {
             "discover" if server.tools.is_empty() => {
@@ -146,7 +149,7 @@ impl Strategy for McpProgressive {
                     Err(r) => return r,
                 };
                 if !server.tools.iter().any(|x| x.name == t) {
-                    return Resolution::error(
+                    return Resolution::malformed(
                         ProtocolError::UnknownTarget,
                         format!(
                             "server `{name}` has no tool `{t}`; {}",

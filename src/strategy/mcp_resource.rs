@@ -192,6 +192,7 @@ impl McpResource {
                 content,
                 effect: Effect::Error {
                     error: ProtocolError::UnknownTarget,
+                    malformed: false,
                 },
             };
         }

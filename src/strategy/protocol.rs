@@ -123,6 +123,13 @@ pub enum Effect {
     },
     Error {
         error: ProtocolError,
+        /// The model tried to act on something that does not exist, or wrote arguments
+        /// that do not parse: a call to an unknown tool (or an `execute` / `call` /
+        /// `query` of an unknown connector, action, server, tool or database), or
+        /// arguments that are not a JSON object. Such a call is an attempt, not an
+        /// abstention, whatever it would have done.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        malformed: bool,
     },
 }
 
@@ -137,7 +144,23 @@ impl Resolution {
     pub fn error(error: ProtocolError, message: impl Into<String>) -> Resolution {
         Resolution {
             content: json!({"error": message.into()}).to_string(),
-            effect: Effect::Error { error },
+            effect: Effect::Error {
+                error,
+                malformed: false,
+            },
+        }
+    }
+
+    /// A protocol error on a call the model tried to make (see `Effect::Error`'s
+    /// `malformed`): an unknown tool or target of an execution, arguments that do not
+    /// parse.
+    pub fn malformed(error: ProtocolError, message: impl Into<String>) -> Resolution {
+        Resolution {
+            content: json!({"error": message.into()}).to_string(),
+            effect: Effect::Error {
+                error,
+                malformed: true,
+            },
         }
     }
 
@@ -158,12 +181,23 @@ impl Resolution {
         }
     }
 
+    /// This error, on a call the model tried to make when `attempt` holds.
+    pub fn malformed_if(mut self, attempt: bool) -> Resolution {
+        if let Effect::Error { malformed, .. } = &mut self.effect {
+            *malformed |= attempt;
+        }
+        self
+    }
+
     /// A protocol error whose answer is a structured JSON document (the MCP
     /// Progressive Disclosure extension's `{"error": {"code": …}}`).
     pub fn error_json(error: ProtocolError, body: Value) -> Resolution {
         Resolution {
             content: body.to_string(),
-            effect: Effect::Error { error },
+            effect: Effect::Error {
+                error,
+                malformed: false,
+            },
         }
     }
 }
@@ -211,6 +245,11 @@ pub trait Strategy: Send + Sync {
     /// Acts on the query before the model is asked (retrieval): the tools to show.
     fn at_query(&self, _query: &str) -> Vec<Retrieved> {
         Vec::new()
+    }
+    /// Whether it ranks what it shows (a search's or a retrieval's results, best
+    /// first), so that recall@k and MRR mean something for it.
+    fn ranks(&self) -> bool {
+        false
     }
     /// Addresses whose definitions are in the context from the first turn.
     fn shown_up_front(&self) -> Vec<Address>;

@@ -380,6 +380,7 @@ pub fn resolve(tools: &[ToolDef], args: &Value, state: &mut State) -> Resolution
             content,
             effect: super::protocol::Effect::Error {
                 error: ProtocolError::UnknownTarget,
+                malformed: false,
             },
         };
     }
@@ -509,7 +510,8 @@ mod tests {
         assert!(matches!(
             r.effect,
             super::super::protocol::Effect::Error {
-                error: ProtocolError::UnknownTarget
+                error: ProtocolError::UnknownTarget,
+                ..
             }
         ));
     }

@@ -54,6 +54,10 @@ impl Strategy for ToolSearch {
         self.pool.address_of(tool)
     }
 
+    fn ranks(&self) -> bool {
+        true
+    }
+
     fn shown_up_front(&self) -> Vec<Address> {
         self.pool.shown_up_front()
     }

@@ -22,7 +22,11 @@ use crate::scenario::sweep::split_point;
 /// The metrics drawn, with their file-name part, title and axis.
 pub const METRICS: [(&str, &str, &str); 4] = [
     ("exact", "exact match", "exact match (%), 95% Wilson band"),
-    ("recall", "recall@5", "recall@5 (%), 95% band of the mean"),
+    (
+        "recall",
+        "recall@5",
+        "recall@5 (%), modes that rank what they show, 95% band of the mean",
+    ),
     (
         "first-turn",
         "first-turn tokens",
@@ -84,7 +88,9 @@ struct LineScore {
 
 #[derive(Deserialize)]
 struct LineSurfacing {
-    recall_at_k: f64,
+    /// Absent where the mode ranks nothing.
+    #[serde(default)]
+    recall_at_k: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -121,8 +127,8 @@ pub fn curves(outcomes: &Path) -> anyhow::Result<Curves> {
             .entry((base.to_string(), l.model, l.mode, size))
             .or_default();
         v.exact.push(l.score.exact);
-        if let Some(s) = l.surfacing {
-            v.recall.push(s.recall_at_k);
+        if let Some(r) = l.surfacing.and_then(|s| s.recall_at_k) {
+            v.recall.push(r);
         }
         v.first_turn.push(l.tokens.first_turn);
         v.billed.push(l.tokens.billed_input);
