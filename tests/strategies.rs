@@ -376,10 +376,10 @@ fn retrieval_shows_the_top_k_and_records_them() {
     let s = o.surfacing.clone().unwrap();
     assert_eq!((s.recall_at_k, s.mrr), (Some(1.0), Some(1.0)));
     // A mode that shows whole lists ranks nothing: recall only.
-    let o = episode(&sc, "mcp-resource", "oracle", q);
-    let s = o.surfacing.clone().unwrap();
+    let listed = episode(&sc, "mcp-resource", "oracle", q);
+    let s = listed.surfacing.clone().unwrap();
     assert_eq!((s.recall, s.recall_at_k, s.mrr), (1.0, None, None));
-    let line = serde_json::to_value(&o).unwrap();
+    let line = serde_json::to_value(&listed).unwrap();
     assert!(line["surfacing"].get("recall_at_k").is_none());
     // Pure retrieval: nothing to search with; what retrieval misses is out of reach.
     let comp = composite(&sc, "retrieval,fallback=none");

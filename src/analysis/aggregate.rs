@@ -642,7 +642,8 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             surfacing: match get("surfacing_n")? as u64 {
                 0 => None,
                 n => {
-                    let ranked = get("surfacing_ranked_n")? as u64 > 0;
+                    let ranked_n = get("surfacing_ranked_n")? as u64;
+                    let ranked = ranked_n > 0;
                     Some(SurfacingStat {
                         n,
                         k: crate::score::surfacing::K,
@@ -657,6 +658,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                         } else {
                             None
                         },
+                        ranked_n: ranked.then_some(ranked_n),
                     })
                 }
             },

@@ -109,6 +109,10 @@ pub struct SurfacingStat {
     pub recall: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mrr: Option<f64>,
+    /// Outcomes recall@k and MRR are measured on (those with an expected address the
+    /// mode ranks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranked_n: Option<u64>,
 }
 
 /// Provider usage of a group, summed.

@@ -97,9 +97,13 @@ fn group_row(g: &Group, with_scenario: bool) -> String {
     );
     r += &num_td(
         sf.and_then(|x| x.recall_at_k).unwrap_or(-1.0),
-        sf.and_then(|x| x.recall_at_k)
-            .map(pct)
-            .unwrap_or_else(|| "-".into()),
+        sf.and_then(|x| {
+            x.recall_at_k.map(|r| match x.ranked_n {
+                Some(k) if k < x.n => format!("{} ({k} of {})", pct(r), x.n),
+                _ => pct(r),
+            })
+        })
+        .unwrap_or_else(|| "-".into()),
     );
     r += &num_td(
         sf.and_then(|x| x.mrr).unwrap_or(-1.0),
@@ -148,10 +152,7 @@ fn group_table(groups: &[&Group], with_scenario: bool) -> String {
         t += &group_row(g, with_scenario);
     }
     t += "</tbody></table>";
-    if groups
-        .iter()
-        .any(|g| g.surfacing.is_some_and(|x| x.recall_at_k.is_none()))
-    {
+    if groups.iter().any(|g| g.surfacing.is_some()) {
         let _ = write!(t, "<p class=note>{}</p>", esc(super::table::UNRANKED_NOTE));
     }
     t

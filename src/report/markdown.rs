@@ -73,7 +73,12 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                     .map(|x| format!(
                         "{} / {} / {}",
                         pct(x.recall),
-                        x.recall_at_k.map(pct).unwrap_or_else(|| "-".into()),
+                        x.recall_at_k
+                            .map(|r| match x.ranked_n {
+                                Some(k) if k < x.n => format!("{} ({k} of {})", pct(r), x.n),
+                                _ => pct(r),
+                            })
+                            .unwrap_or_else(|| "-".into()),
                         x.mrr
                             .map(|m| format!("{m:.3}"))
                             .unwrap_or_else(|| "-".into())
@@ -91,7 +96,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
         if s.groups
             .iter()
             .filter(|g| g.scenario == sc)
-            .any(|g| g.surfacing.is_some_and(|x| x.recall_at_k.is_none()))
+            .any(|g| g.surfacing.is_some())
         {
             let _ = writeln!(out, "\n{}", super::table::UNRANKED_NOTE);
         }

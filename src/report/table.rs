@@ -141,15 +141,12 @@ pub fn render(rows: &[Row]) -> String {
     for row in &cells {
         line(&mut out, row);
     }
-    if rows
-        .iter()
-        .any(|r| r.recall.is_some() && r.recall_at_k.is_none())
-    {
+    if rows.iter().any(|r| r.recall.is_some()) {
         out.push_str(UNRANKED_NOTE);
         out.push('\n');
     }
     out
 }
 
-/// What a `-` under recall@5 means.
-pub const UNRANKED_NOTE: &str = "surfaced: share of the expected tools shown to the model at all; recall@5: only for modes that rank what they show (the selection step, retrieval, tool search), `-` for those that show whole lists at once";
+/// What the surfacing columns mean, and a `-` under recall@5.
+pub const UNRANKED_NOTE: &str = "surfaced: share of the expected tools shown to the model at all. recall@5 and MRR: over the expected tools the mode ranks (held back by tool search or retrieval, or loaded directly by the selection step), `-` where it ranks none; a tool a meta-tool discloses (discover, a resource read) is shown among all of its server's at once, ranked by nothing";

@@ -23,8 +23,9 @@ pub struct Tally {
     pub surfaced: Vec<Event>,
     /// Answers that wrote a call as text instead of making it.
     pub text_calls: usize,
-    /// Whether the mode ranks what it shows (recall@k and MRR are measured only then).
-    ranked: bool,
+    /// The addresses the mode ranks when it shows them (recall@k and MRR are measured
+    /// on these alone).
+    ranked: std::sync::Arc<std::collections::HashSet<Address>>,
     /// FIM One's budget on all tool results of one query.
     budget: Budget,
 }
@@ -50,7 +51,7 @@ impl Tally {
             calls: Vec::new(),
             surfaced: Vec::new(),
             text_calls: 0,
-            ranked: comp.ranks(),
+            ranked: comp.ranked_addresses(),
             budget: Budget::new(comp.config().results.budget_tokens),
         }
     }
@@ -247,7 +248,9 @@ impl Tally {
                 text_calls: self.text_calls,
                 ..score::protocol(&self.calls, turns, hit_max_turns)
             },
-            surfacing: surfacing::surfacing(&expected, &self.surfaced, self.ranked),
+            surfacing: surfacing::surfacing(&expected, &self.surfaced, &|a| {
+                self.ranked.contains(a)
+            }),
         }
     }
 }

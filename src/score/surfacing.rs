@@ -4,11 +4,12 @@
 //! at all), recall@k and reciprocal rank, the retrieval measures of RAG-MCP and
 //! tool-search studies.
 //!
-//! Recall is measured for every strategy. Recall@k and MRR are measured only where the
-//! mode ranks what it shows (the selection step, retrieval, tool search): a strategy
-//! that shows a whole list at once (every tool up front, every tool of a server on
-//! `discover`) ranks nothing, and its recall@5 would be 0% by construction for any
-//! list longer than ten, which a reader takes for "never finds the tool".
+//! Recall is measured for every strategy. Recall@k and MRR are measured only on the
+//! expected addresses the mode ranks (the selection step's direct tools, retrieval,
+//! tool search), and are absent when there are none: a strategy that shows a whole
+//! list at once (every tool up front, every tool of a server on `discover`) ranks
+//! nothing, and its recall@5 would be 0% by construction for any list longer than
+//! ten, which a reader takes for "never finds the tool".
 //!
 //! Addresses are ranked in the order they were surfaced. An event that ranks what it
 //! surfaces (retrieval, the selection step's list, a search's results) gives each
@@ -52,9 +53,13 @@ pub struct Surfacing {
 }
 
 /// The measures for `expected` (distinct, skills left out); `None` when nothing is
-/// expected. `ranked`: whether the mode ranks what it shows (recall@k and MRR are
-/// measured only then).
-pub fn surfacing(expected: &[Address], events: &[Event], ranked: bool) -> Option<Surfacing> {
+/// expected. `ranked`: whether the mode ranks an address when it shows it (recall@k and
+/// MRR are measured over those expected addresses alone).
+pub fn surfacing(
+    expected: &[Address],
+    events: &[Event],
+    ranked: &dyn Fn(&Address) -> bool,
+) -> Option<Surfacing> {
     let mut expected: Vec<&Address> = expected
         .iter()
         .filter(|a| !matches!(a, Address::Skill(_)))
@@ -87,13 +92,28 @@ pub fn surfacing(expected: &[Address], events: &[Event], ranked: bool) -> Option
     }
     let ranks: Vec<Option<f64>> = expected.iter().map(|a| rank.get(a).copied()).collect();
     let m = ranks.len() as f64;
+    // Recall@k and MRR over the expected addresses the mode ranks.
+    let of_ranked: Vec<Option<f64>> = expected
+        .iter()
+        .zip(&ranks)
+        .filter(|(a, _)| ranked(a))
+        .map(|(_, r)| *r)
+        .collect();
+    let r = of_ranked.len() as f64;
+    let measured = !of_ranked.is_empty();
     Some(Surfacing {
         surfaced: rank.len(),
         k: K,
-        recall_at_k: ranked
-            .then(|| ranks.iter().flatten().filter(|r| **r <= K as f64).count() as f64 / m),
+        recall_at_k: measured.then(|| {
+            of_ranked
+                .iter()
+                .flatten()
+                .filter(|x| **x <= K as f64)
+                .count() as f64
+                / r
+        }),
         recall: ranks.iter().flatten().count() as f64 / m,
-        mrr: ranked.then(|| ranks.iter().flatten().map(|r| 1.0 / r).sum::<f64>() / m),
+        mrr: measured.then(|| of_ranked.iter().flatten().map(|x| 1.0 / x).sum::<f64>() / r),
         ranks,
     })
 }
@@ -122,21 +142,32 @@ mod tests {
             },
         ];
         // b is 2nd; t3 ties with nine others over ranks 3..=12: mean 7.5.
-        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events, true).unwrap();
+        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events, &|_| true).unwrap();
         assert_eq!(s.ranks, vec![Some(2.0), Some(7.5), None]);
         assert_eq!(s.surfaced, 12);
         assert!((s.recall_at_k.unwrap() - 1.0 / 3.0).abs() < 1e-9);
         assert!((s.recall - 2.0 / 3.0).abs() < 1e-9);
         assert!((s.mrr.unwrap() - (0.5 + 1.0 / 7.5) / 3.0).abs() < 1e-9);
-        // A mode that ranks nothing gets recall, and no recall@k or MRR.
-        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events[1..], false).unwrap();
+        // A mode that ranks none of them gets recall, and no recall@k or MRR.
+        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events[1..], &|_| false).unwrap();
         assert_eq!((s.recall_at_k, s.mrr), (None, None));
         assert!((s.recall - 1.0 / 3.0).abs() < 1e-9);
+        // Ranked for some: measured over those alone (b, 2nd; zz never surfaced).
+        let s = surfacing(&[mcp("b"), mcp("t3"), mcp("zz")], &events, &|a| {
+            a != &mcp("t3")
+        })
+        .unwrap();
+        assert_eq!(s.recall_at_k, Some(0.5));
+        assert!((s.mrr.unwrap() - 0.25).abs() < 1e-9);
+        assert!((s.recall - 2.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]
     fn nothing_expected_has_no_measures_and_skills_do_not_count() {
-        assert_eq!(surfacing(&[Address::Skill("x".into())], &[], true), None);
-        assert_eq!(surfacing(&[], &[], true), None);
+        assert_eq!(
+            surfacing(&[Address::Skill("x".into())], &[], &|_| true),
+            None
+        );
+        assert_eq!(surfacing(&[], &[], &|_| true), None);
     }
 }

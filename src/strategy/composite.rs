@@ -49,6 +49,8 @@ pub struct Composite {
     /// What every part shows up front, and the top-level tool that reaches each such
     /// address (made at the first use: every episode starts from it).
     base: OnceLock<(State, HashMap<Address, Option<String>>)>,
+    /// The addresses this mode ranks when it shows them (made at the first use).
+    ranked: OnceLock<Arc<HashSet<Address>>>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -193,6 +195,7 @@ impl Composite {
             request_tools: Default::default(),
             initial,
             base: OnceLock::new(),
+            ranked: OnceLock::new(),
         })
     }
 
@@ -228,10 +231,33 @@ impl Composite {
         self.mode.selection && self.tools.len() > self.config.selection.threshold
     }
 
-    /// Whether this mode ranks what it shows: the selection step's list, or a part
-    /// that ranks (tool search, retrieval). Recall@k and MRR are measured only then.
-    pub fn ranks(&self) -> bool {
-        self.selection_applies() || self.parts.iter().any(|p| p.ranks())
+    /// The addresses this mode ranks when it shows them: those of a part that ranks
+    /// (tool search, retrieval), and, when the selection step runs, those a tool of its
+    /// list executes directly (a legacy tool, a built-in). An address reached through a
+    /// meta-tool (`discover`, a resource read) is shown among all its server's or
+    /// connector's tools at once, ranked by nothing. Recall@k and MRR are measured on
+    /// these addresses alone.
+    pub fn ranked_addresses(&self) -> Arc<HashSet<Address>> {
+        self.ranked
+            .get_or_init(|| {
+                let selected = self.selection_applies();
+                let direct: HashSet<Address> = if selected {
+                    self.tools
+                        .iter()
+                        .filter_map(|t| self.address_of(&t.name))
+                        .collect()
+                } else {
+                    HashSet::new()
+                };
+                let ranked = self
+                    .catalog
+                    .addresses()
+                    .into_iter()
+                    .filter(|a| direct.contains(a) || self.part_for(a).is_some_and(|p| p.ranks()))
+                    .collect();
+                Arc::new(ranked)
+            })
+            .clone()
     }
 
     pub fn selection_config(&self) -> SelectionConfig {
