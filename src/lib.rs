@@ -29,7 +29,7 @@
 //! environment
 //! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
-//! ground: wire, hash, error, exit
+//! ground: wire, hash, error, exit, events
 //! ```
 //!
 //! - `cli` parses flags and dispatches; nothing imports it.
@@ -53,7 +53,9 @@
 //! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
-//!   and the lexical model); `wire`, `hash`, `error` and `exit` stand alone;
+//!   and the lexical model); `events` names protocol refusals and the events a
+//!   strategy defines (so that scoring and the record count them by name, knowing no
+//!   strategy); `wire`, `hash`, `error` and `exit` stand alone;
 //!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
 //!   (`import mcp`), and imports nothing of the crate.
 
@@ -66,6 +68,7 @@ pub mod cli;
 pub mod disclosure;
 pub mod environment;
 pub mod error;
+pub mod events;
 pub mod exit;
 pub mod hash;
 pub mod mcp_client;

@@ -168,7 +168,7 @@ fn check_link(root: &Path, file: &Path, line: usize, target: &str) -> Option<Str
     if anchor.is_empty() {
         return None;
     }
-    if !dest.extension().is_some_and(|ext| ext == "md") {
+    if dest.extension().is_none_or(|ext| ext != "md") {
         return Some(format!("{at}: an anchor into a file that is not Markdown"));
     }
     let found = anchors(&read(&dest)).contains(anchor);

@@ -9,12 +9,22 @@
 //! a folder's files import the file that defines what they use, never their
 //! `mod.rs`. Unit-test modules are read too. `src/main.rs` (the binary) stands above
 //! every floor and is not checked.
+//!
+//! Beyond the floors, some modules keep apart from one below them ([`APART`]): the
+//! scorer imports nothing from the strategies.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
+
+/// Modules that import nothing from another although it is below them, and why.
+const APART: [(&str, &str, &str); 1] = [(
+    "score",
+    "strategy",
+    "the scorer judges addresses and counts the events a strategy names, so it knows no strategy",
+)];
 
 /// One path of one file, resolved to the file module it reaches.
 #[derive(Debug, Clone)]
@@ -316,6 +326,12 @@ fn violations(root: &Path) -> Vec<String> {
         if a == b || !seen.insert((i.file.clone(), i.written.clone())) {
             continue;
         }
+        if let Some((_, _, why)) = APART.iter().find(|(x, y, _)| x == a && y == b) {
+            out.push(format!(
+                "{}: `{}` imports `{b}`, which `{a}` keeps apart from: {why}",
+                i.file, i.written
+            ));
+        }
         if let (Some(&fa), Some(&fb)) = (floor_of.get(a.as_str()), floor_of.get(b.as_str())) {
             if fb == fa {
                 out.push(format!(
@@ -508,5 +524,29 @@ fn a_module_missing_from_the_floors_is_named() {
     assert_eq!(
         violations(dir.path()),
         vec!["src/lib.rs: the module `b` is on no floor; add it to the floors".to_string()]
+    );
+}
+
+#[test]
+fn the_scorer_importing_a_strategy_is_named() {
+    let lib = "//! # Floors\n//!\n//! ```text\n//! score\n//! strategy\n//! ```\n\npub mod score;\npub mod strategy;\n";
+    let dir = tree(&[
+        ("src/lib.rs", lib),
+        (
+            "src/strategy.rs",
+            "pub const TOOL_SEARCH: &str = \"tool_search\";\n",
+        ),
+        (
+            "src/score.rs",
+            "pub fn searches(t: &str) -> bool { t == crate::strategy::TOOL_SEARCH }\n",
+        ),
+    ]);
+    let v = violations(dir.path());
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with(
+            "src/score.rs: `crate::strategy::TOOL_SEARCH` imports `strategy`, which `score` keeps apart from"
+        ),
+        "{v:?}"
     );
 }

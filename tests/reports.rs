@@ -84,7 +84,7 @@ fn text_exports_match_their_snapshots() {
     // Every protocol rate comes with its Wilson interval.
     let csv = read(&run.join("summary.csv"));
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    for c in discbench::analysis::summary::PROTOCOL_RATES {
+    for c in discbench::analysis::summary::protocol_rates() {
         for col in [
             format!("{c}_rate"),
             format!("{c}_rate_lo"),

@@ -452,3 +452,64 @@ fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
         "every line keeps texts by reference"
     );
 }
+
+/// A run directory written before strategies counted their own events (searches,
+/// resource reads and the MCP Progressive Disclosure refusals were fields of the
+/// record then): it reads unchanged — its counters by name, its refusals as the events
+/// the strategy now defines — and `report` reproduces its summaries byte for byte.
+#[test]
+fn a_run_written_before_strategy_events_reads_unchanged() {
+    use discbench::events::ProtocolError;
+    use discbench::record::Outcome;
+    use discbench::strategy::{mcp_resource, pool};
+    let committed = Path::new("fixtures/runs/pre-events");
+    let mut outcomes: Vec<Outcome> = Vec::new();
+    discbench::record::reader::read(&committed.join("outcomes.jsonl"), |_, o: Outcome| {
+        outcomes.push(o);
+        Ok(())
+    })
+    .unwrap();
+    let find = |mode: &str, model: &str| {
+        outcomes
+            .iter()
+            .find(|o| o.mode == mode && o.model == model && o.query_id == "issue")
+            .unwrap()
+    };
+    let scripted = find("mcp-resource", "openai:scripted");
+    let p = &scripted.protocol;
+    for (k, n) in [
+        ("description_required", 1),
+        ("missing_tool_selection", 1),
+        ("resource_reads", 1),
+    ] {
+        assert_eq!(p.count(k), n, "{k}: {p:?}");
+    }
+    assert_eq!(scripted.protocol_errors(), 2, "the two refusals: {p:?}");
+    assert_eq!(
+        scripted.calls[0].error,
+        Some(ProtocolError::from(mcp_resource::DESCRIPTION_REQUIRED))
+    );
+    assert_eq!(
+        scripted.calls[1].error,
+        Some(ProtocolError::from(mcp_resource::MISSING_TOOL_SELECTION))
+    );
+    assert_eq!(
+        find("tool-search", "oracle")
+            .protocol
+            .count(pool::SEARCHES.name),
+        1
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["run.json", "outcomes.jsonl", "texts.jsonl"] {
+        std::fs::copy(committed.join(f), dir.path().join(f)).unwrap();
+    }
+    ok(&bin().arg("report").arg(dir.path()).output().unwrap());
+    for f in ["summary.json", "summary.csv", "summary.md"] {
+        assert_eq!(
+            read(&dir.path().join(f)),
+            read(&committed.join(f)),
+            "{f} differs from the one written with the run"
+        );
+    }
+}

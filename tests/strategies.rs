@@ -11,7 +11,9 @@ use discbench::model;
 use discbench::record::Outcome;
 use discbench::runner::{self, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
-use discbench::strategy::{Composite, Effect, Mode, ProtocolConfig, ProtocolError, Templates};
+use discbench::strategy::{
+    mcp_resource, Composite, Effect, Mode, ProtocolConfig, ProtocolError, Templates,
+};
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::ToolCall;
 use serde_json::{json, Value};
@@ -87,11 +89,11 @@ fn oracle_is_exact_on_every_query_under_every_new_strategy() {
             let plan = plan(sc, mode, "oracle", &counter);
             for q in 0..sc.queries.len() {
                 let o = runner::run_one(&plan, q, oracle.as_ref(), &counter);
-                searched |= o.protocol.searches > 0;
+                searched |= o.protocol.count("searches") > 0;
                 let ok = o.score.exact
                     && o.score.args_ok != Some(false)
                     && o.score.schema_valid != Some(false)
-                    && o.protocol.errors() == 0
+                    && o.protocol_errors() == 0
                     && blind_only_where_cut(&o)
                     && !o.protocol.hit_max_turns;
                 if !ok {
@@ -205,7 +207,12 @@ fn mcp_resource_serves_descriptions_and_refuses_both_anti_patterns() {
     // Skip-fetching: refused, with the URI to read.
     let args = json!({"repo": "acme/app", "title": "Crash"});
     let r = comp.resolve(&call(&tool.name, args.clone()), &mut st, &dbs);
-    assert_eq!(error_of(&r), Some(ProtocolError::DescriptionRequired));
+    assert_eq!(
+        error_of(&r),
+        Some(ProtocolError::Defined(
+            mcp_resource::DESCRIPTION_REQUIRED.event()
+        ))
+    );
     let v: Value = serde_json::from_str(&r.content).unwrap();
     assert_eq!(v["error"]["code"], "TOOL_DESCRIPTION_REQUIRED");
     let uri = format!("resource:///tool_descriptions?tools={}", tool.name);
@@ -220,7 +227,12 @@ fn mcp_resource_serves_descriptions_and_refuses_both_anti_patterns() {
         &mut st,
         &dbs,
     );
-    assert_eq!(error_of(&r), Some(ProtocolError::MissingToolSelection));
+    assert_eq!(
+        error_of(&r),
+        Some(ProtocolError::Defined(
+            mcp_resource::MISSING_TOOL_SELECTION.event()
+        ))
+    );
     let v: Value = serde_json::from_str(&r.content).unwrap();
     assert_eq!(v["error"]["code"], "MISSING_TOOL_SELECTION");
     assert_eq!(v["error"]["available_tools"], json!([tool.name]));
@@ -283,10 +295,18 @@ fn authorization_belongs_to_one_episode_even_when_two_run_at_once() {
         (a.join().unwrap(), b.join().unwrap())
     });
     assert!(matches!(a.effect, Effect::Executed { .. }));
-    assert_eq!(error_of(&b), Some(ProtocolError::DescriptionRequired));
+    assert_eq!(
+        error_of(&b),
+        Some(ProtocolError::Defined(
+            mcp_resource::DESCRIPTION_REQUIRED.event()
+        ))
+    );
     // And through the runner: the oracle reads once per episode, every repeat.
     let o = episode(&sc, "mcp-resource", "oracle", query(&sc, "issue"));
-    assert_eq!((o.protocol.resource_reads, o.protocol.errors()), (1, 0));
+    assert_eq!(
+        (o.protocol.count("resource_reads"), o.protocol_errors()),
+        (1, 0)
+    );
     assert!(o.score.exact);
 }
 
@@ -372,7 +392,7 @@ fn retrieval_shows_the_top_k_and_records_them() {
     let ranks: Vec<usize> = o.retrieved.iter().map(|r| r.rank).collect();
     assert_eq!(ranks, (1..=o.retrieved.len()).collect::<Vec<_>>());
     assert!(o.retrieved.windows(2).all(|w| w[0].score >= w[1].score));
-    assert!(o.score.exact && o.protocol.searches == 0);
+    assert!(o.score.exact && o.protocol.count("searches") == 0);
     let s = o.surfacing.clone().unwrap();
     assert_eq!((s.recall_at_k, s.mrr), (Some(1.0), Some(1.0)));
     // A mode that shows whole lists ranks nothing: recall only.
@@ -403,7 +423,7 @@ fn the_cacheable_prefix_survives_appends_and_breaks_where_the_tool_list_changes(
     // Tool search appending what it finds: the definitions count after the result
     // that surfaced them, so the prefix survives.
     let o = episode(&sc, "tool-search", "oracle", q);
-    assert_eq!(o.protocol.searches, 1);
+    assert_eq!(o.protocol.count("searches"), 1);
     assert_eq!(o.turns[1].cached_prefix, o.turns[0].request_tokens);
     // Sorted into the tool list: the prefix breaks at the first tool inserted.
     let o = episode(&sc, "tool-search,placement=sorted", "oracle", q);
@@ -483,4 +503,49 @@ fn blind_only_where_cut(o: &discbench::record::Outcome) -> bool {
         .iter()
         .filter(|c| c.blind)
         .all(|c| c.address.as_ref().is_some_and(|a| cut.contains(&a)))
+}
+
+/// Every event a strategy defines is in the one list the aggregation and the reports
+/// read, and every listed event belongs to a strategy; names are unique and none
+/// shadows a common counter.
+#[test]
+fn every_strategys_events_are_listed() {
+    use discbench::strategy::defined::DEFINED;
+    let sc = tiny();
+    let mut seen = Vec::new();
+    for mode in [
+        "progressive",
+        "legacy",
+        "inline",
+        "all-tools",
+        "mcp-resource",
+        "tool-search",
+        "retrieval",
+    ] {
+        for k in composite(&sc, mode).events() {
+            assert!(DEFINED.contains(&k), "{mode}: {} is not in DEFINED", k.name);
+            if !seen.contains(&k) {
+                seen.push(k);
+            }
+        }
+    }
+    for k in DEFINED {
+        assert!(
+            seen.contains(&k),
+            "{} is listed but no strategy defines it",
+            k.name
+        );
+        assert_eq!(DEFINED.iter().filter(|x| x.name == k.name).count(), 1);
+        assert_ne!(
+            ProtocolError::named(k.name),
+            ProtocolError::UnknownTarget,
+            "{} must not be a common counter's name",
+            k.name
+        );
+        let common = discbench::score::Protocol::default();
+        let line = serde_json::to_value(&common).unwrap();
+        assert!(line.get(k.name).is_none());
+    }
+    // A mode counts only what its strategies define.
+    assert!(composite(&sc, "legacy").events().is_empty());
 }

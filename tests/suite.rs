@@ -113,7 +113,7 @@ fn oracle_is_exact_on_every_query_under_every_preset() {
                 let ok = o.score.exact
                     && o.score.args_ok != Some(false)
                     && o.score.schema_valid != Some(false)
-                    && o.protocol.errors() == 0
+                    && o.protocol_errors() == 0
                     && blind_only_where_cut(&o)
                     && !o.protocol.hit_max_turns;
                 if !ok {

@@ -223,7 +223,7 @@ fn the_oracle_reaches_every_expectation_at_every_size() {
                 .parse()
                 .unwrap();
             assert!(o.catalog_size >= size.min(o.catalog_size));
-            if !o.score.exact || o.protocol.errors() > 0 {
+            if !o.score.exact || o.protocol_errors() > 0 {
                 failures.push(format!("{} {mode}: {:?}", item.key, o.protocol));
             }
         }

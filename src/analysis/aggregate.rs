@@ -21,11 +21,12 @@ use serde::Deserialize;
 
 use super::stats::{mcnemar_exact, pass_k, stable, PassK, Rate};
 use super::summary::{
-    Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, SurfacingStat, LAYERS,
-    PROTOCOL_RATES,
+    protocol_rates, Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, SurfacingStat,
+    LAYERS,
 };
 use crate::record;
 use crate::scenario::sweep::order_key;
+use crate::strategy::defined::DEFINED;
 
 /// Rows per Parquet batch while flattening.
 const BATCH: usize = 65_536;
@@ -78,9 +79,8 @@ struct LineScore {
     schema_valid: Option<bool>,
 }
 
-/// Counters at zero are absent from format-3 lines.
-#[derive(Deserialize)]
-#[serde(default)]
+/// Counters at zero are absent from format-3 lines. The counters strategies define
+/// are read by the names [`DEFINED`] lists (others are left out).
 #[derive(Default)]
 struct LineProtocol {
     discovery_calls: u32,
@@ -90,10 +90,8 @@ struct LineProtocol {
     schema_violation: u32,
     not_loaded: u32,
     not_surfaced: u32,
-    missing_tool_selection: u32,
-    description_required: u32,
-    searches: u32,
-    resource_reads: u32,
+    /// Per [`DEFINED`] event, in its order.
+    defined: [u32; DEFINED.len()],
     unloaded_calls: u32,
     repeat_call: u32,
     overfetch: u32,
@@ -103,6 +101,57 @@ struct LineProtocol {
     text_calls: u32,
     refusals: u32,
     truncated: u32,
+}
+
+impl<'de> Deserialize<'de> for LineProtocol {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<LineProtocol, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = LineProtocol;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an outcome's protocol counters")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<LineProtocol, A::Error> {
+                let mut p = LineProtocol::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let slot = match key.as_ref() {
+                        "hit_max_turns" => {
+                            p.hit_max_turns = map.next_value()?;
+                            continue;
+                        }
+                        "discovery_calls" => &mut p.discovery_calls,
+                        "blind_calls" => &mut p.blind_calls,
+                        "unknown_target" => &mut p.unknown_target,
+                        "bad_subcommand" => &mut p.bad_subcommand,
+                        "schema_violation" => &mut p.schema_violation,
+                        "not_loaded" => &mut p.not_loaded,
+                        "not_surfaced" => &mut p.not_surfaced,
+                        "unloaded_calls" => &mut p.unloaded_calls,
+                        "repeat_call" => &mut p.repeat_call,
+                        "overfetch" => &mut p.overfetch,
+                        "turns" => &mut p.turns,
+                        "empty_answers" => &mut p.empty_answers,
+                        "text_calls" => &mut p.text_calls,
+                        "refusals" => &mut p.refusals,
+                        "truncated" => &mut p.truncated,
+                        other => match DEFINED.iter().position(|k| k.name == other) {
+                            Some(i) => &mut p.defined[i],
+                            None => {
+                                map.next_value::<serde::de::IgnoredAny>()?;
+                                continue;
+                            }
+                        },
+                    };
+                    *slot = map.next_value()?;
+                }
+                Ok(p)
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// Column buffers for one batch.
@@ -132,13 +181,18 @@ impl Batch {
             s.entry(k).or_default().push(v);
         }
         let p = &l.protocol;
+        let defined_errors: u32 = DEFINED
+            .iter()
+            .zip(&p.defined)
+            .filter(|(k, _)| k.error)
+            .map(|(_, n)| n)
+            .sum();
         let errors = p.unknown_target
             + p.bad_subcommand
             + p.schema_violation
             + p.not_loaded
             + p.not_surfaced
-            + p.missing_tool_selection
-            + p.description_required
+            + defined_errors
             + p.empty_answers
             + p.text_calls
             + p.refusals
@@ -153,10 +207,6 @@ impl Batch {
             ("schema_violation", p.schema_violation),
             ("not_loaded", p.not_loaded),
             ("not_surfaced", p.not_surfaced),
-            ("missing_tool_selection", p.missing_tool_selection),
-            ("description_required", p.description_required),
-            ("searches", p.searches),
-            ("resource_reads", p.resource_reads),
             ("unloaded_calls", p.unloaded_calls),
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),
@@ -168,6 +218,9 @@ impl Batch {
             ("protocol_errors", errors),
         ] {
             self.u.entry(k).or_default().push(v as u64);
+        }
+        for (k, v) in DEFINED.iter().zip(p.defined) {
+            self.u.entry(k.name).or_default().push(v as u64);
         }
         for layer in LAYERS {
             self.u
@@ -502,7 +555,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         col("surfacing_recall").mean().alias("surfacing_recall"),
         col("surfacing_mrr").mean().alias("surfacing_mrr"),
     ];
-    for c in PROTOCOL_RATES {
+    for c in protocol_rates() {
         let fired = if c == "hit_max_turns" {
             col(c)
         } else {
@@ -607,9 +660,9 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
                 },
             );
         }
-        let mut protocol_rates = BTreeMap::new();
-        for c in PROTOCOL_RATES {
-            protocol_rates.insert(c.to_string(), rate(&format!("{c}_k"), n[i])?);
+        let mut rates = BTreeMap::new();
+        for c in protocol_rates() {
+            rates.insert(c.to_string(), rate(&format!("{c}_k"), n[i])?);
         }
         let key = (sc[i].clone(), md[i].clone(), ml[i].clone());
         let qs: Vec<(u64, u64)> = queries
@@ -628,7 +681,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             first_call_correct: rate("first_k", n[i])?,
             forbidden_hit: rate("forbidden_k", n[i])?,
             protocol_error: rate("proto_k", n[i])?,
-            protocol_rates,
+            protocol_rates: rates,
             abstain: opt("abstain_ok")?,
             args_ok: opt("args_ok")?,
             schema_valid: opt("schema_valid")?,
@@ -804,8 +857,8 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
         first_call_correct: zero,
         forbidden_hit: zero,
         protocol_error: zero,
-        protocol_rates: PROTOCOL_RATES
-            .iter()
+        protocol_rates: protocol_rates()
+            .into_iter()
             .map(|c| (c.to_string(), zero))
             .collect(),
         abstain: None,
@@ -1002,7 +1055,7 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         Column::new("protocol_error_hi".into(), f(&|g| g.protocol_error.hi)),
     ];
     // Optional columns: a summary read from an older summary.json has no such rates.
-    for c in PROTOCOL_RATES {
+    for c in protocol_rates() {
         let r = |g: &Group| g.protocol_rates.get(c).copied();
         cols.push(Column::new(
             format!("{c}_rate").into(),

@@ -8,27 +8,33 @@ use serde::{Deserialize, Serialize};
 use super::stats::{PassK, Rate};
 
 /// Protocol counters whose rate (share of outcomes where the counter is above zero)
-/// is reported, each with its Wilson interval.
-pub const PROTOCOL_RATES: [&str; 18] = [
-    "blind_calls",
-    "unknown_target",
-    "bad_subcommand",
-    "schema_violation",
-    "not_loaded",
-    "not_surfaced",
-    "missing_tool_selection",
-    "description_required",
-    "searches",
-    "resource_reads",
-    "unloaded_calls",
-    "repeat_call",
-    "overfetch",
-    "hit_max_turns",
-    "empty_answers",
-    "text_calls",
-    "refusals",
-    "truncated",
-];
+/// is reported, each with its Wilson interval: the common ones, with the counters
+/// strategies define ([`crate::strategy::defined::DEFINED`]) after `not_surfaced`.
+pub fn protocol_rates() -> Vec<&'static str> {
+    const BEFORE: [&str; 6] = [
+        "blind_calls",
+        "unknown_target",
+        "bad_subcommand",
+        "schema_violation",
+        "not_loaded",
+        "not_surfaced",
+    ];
+    const AFTER: [&str; 8] = [
+        "unloaded_calls",
+        "repeat_call",
+        "overfetch",
+        "hit_max_turns",
+        "empty_answers",
+        "text_calls",
+        "refusals",
+        "truncated",
+    ];
+    BEFORE
+        .into_iter()
+        .chain(crate::strategy::defined::DEFINED.iter().map(|k| k.name))
+        .chain(AFTER)
+        .collect()
+}
 
 /// The ledger layers, in report order.
 pub const LAYERS: [&str; 11] = [
@@ -67,7 +73,7 @@ pub struct Group {
     pub forbidden_hit: Rate,
     /// Share of outcomes with at least one protocol error.
     pub protocol_error: Rate,
-    /// Per protocol counter ([`PROTOCOL_RATES`]), the share of outcomes where it
+    /// Per protocol counter ([`protocol_rates`]), the share of outcomes where it
     /// fired. Empty in summaries written before it existed.
     #[serde(default)]
     pub protocol_rates: BTreeMap<String, Rate>,

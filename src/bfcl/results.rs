@@ -159,6 +159,7 @@ pub fn judge(
                 unloaded: false,
                 cut: Vec::new(),
                 malformed: false,
+                event: None,
             }
         })
         .collect();

@@ -316,6 +316,17 @@ impl Outcome {
             repeat: self.repeat,
         }
     }
+
+    /// Its protocol errors, the refusals strategies define among them.
+    pub fn protocol_errors(&self) -> usize {
+        protocol_errors(&self.protocol)
+    }
+}
+
+/// The protocol errors of a set of counters: the common ones and the refusals the
+/// strategies define ([`crate::strategy::defined`]).
+pub fn protocol_errors(p: &Protocol) -> usize {
+    p.errors_with(&crate::strategy::defined::is_error)
 }
 
 /// The smallest view of an outcome line: its key (resume and merge read only this).

@@ -383,7 +383,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         "a": tri(o.score.args_ok),
         "s": tri(o.score.schema_valid),
         "h": u8::from(o.score.forbidden_hit),
-        "pe": o.protocol.errors(),
+        "pe": o.protocol_errors(),
         "sel": selection,
         "l": [l.system, l.tool_defs, l.fetched, l.results, l.output, l.selection, l.first_turn, l.billed_input, l.peak_context, l.billed_cached],
         "t": turns,
@@ -498,7 +498,7 @@ impl Explorer {
                 turns: o.protocol.turns,
                 first_turn: o.tokens.first_turn,
                 billed_input: o.tokens.billed_input,
-                protocol_errors: o.protocol.errors(),
+                protocol_errors: o.protocol_errors(),
                 detail: d,
             });
             Ok(())

@@ -142,7 +142,7 @@ impl Episode<'_> {
         // the results that surfaced them), as a provider expanding tool references in
         // place sends them; anywhere else a tool-list change breaks the prefix there.
         let in_place = comp.mode.search.placement == crate::strategy::mode::Placement::Append
-            && lock(&state).holding;
+            && comp.holds_back();
         let mut previous: Vec<(u64, usize)> = Vec::new();
         let mut first_tools: Vec<String> = Vec::new();
         let mut joined_at: Vec<(usize, Vec<(u64, usize)>)> = Vec::new();

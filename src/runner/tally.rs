@@ -12,7 +12,7 @@ use crate::scenario::{Query, Scenario};
 use crate::score::surfacing::{self, Event, Surfacing};
 use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
 use crate::strategy::results::Budget;
-use crate::strategy::{pool, Composite, Effect, ProtocolError, State};
+use crate::strategy::{Composite, Effect, ProtocolError, State};
 use crate::tokens::{Counter, Ledger};
 use crate::wire::ToolCall;
 
@@ -96,6 +96,7 @@ impl Tally {
                 addresses,
                 join,
                 ends,
+                ..
             },
         ) = (kept, &mut r.effect)
         {
@@ -132,16 +133,23 @@ impl Tally {
             unloaded,
             cut,
             malformed: false,
+            event: None,
         };
         let layer = match &r.effect {
-            Effect::Fetched { addresses, .. } => {
+            Effect::Fetched {
+                addresses,
+                ranked,
+                event,
+                ..
+            } => {
                 self.surfaced.push(Event {
                     addresses: addresses.clone(),
-                    ranked: call.name == pool::TOOL_SEARCH,
+                    ranked: *ranked,
                 });
                 ledger.fetched += n;
                 record.effect = CallEffect::Fetched;
                 record.fetched = addresses.clone();
+                record.event = *event;
                 Layer::Fetched
             }
             Effect::Executed {
@@ -209,6 +217,7 @@ impl Tally {
             cut: Vec::new(),
             // A tool that is not in the list is a call made to nothing.
             malformed: error == ProtocolError::UnknownTarget,
+            event: None,
         });
         Entry::new(
             Layer::Results,

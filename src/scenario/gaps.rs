@@ -70,9 +70,13 @@ pub fn fixture_gaps(sc: &Scenario) -> Vec<Gap> {
     out
 }
 
+/// A call of an expectation: its role (`expected`, `allowed`), address and pinned
+/// arguments.
+type Pinned<'q> = (&'static str, &'q Address, &'q BTreeMap<String, Vec<Value>>);
+
 fn query_gaps(sc: &Scenario, q: &Query) -> Vec<Gap> {
     let cat = &sc.catalog;
-    let calls: Vec<(&'static str, &Address, &BTreeMap<String, Vec<Value>>)> = q
+    let calls: Vec<Pinned> = q
         .expect
         .all_alternatives()
         .map(|c| ("expected", &c.address, &c.args))

@@ -1,5 +1,6 @@
 //! What every scoring rule reads of an episode: the executed calls, the skills in
-//! context when the model first acted, and the predicted addresses in order.
+//! context when the model first acted, and the predicted addresses in order (executed
+//! addresses, and skills a fetch brought into the context).
 
 use std::collections::BTreeSet;
 
@@ -41,8 +42,9 @@ impl<'a> Facts<'a> {
         for c in calls {
             if c.effect == CallEffect::Executed {
                 push(c.address.as_ref().expect("executed calls carry an address"));
-            } else if c.effect == CallEffect::Fetched && c.tool == "read_skill" {
-                for a in &c.fetched {
+            } else if c.effect == CallEffect::Fetched {
+                // A skill whose text a fetch brought: the model loaded it itself.
+                for a in c.fetched.iter().filter(|a| matches!(a, Address::Skill(_))) {
                     push(a);
                 }
             }

@@ -1,14 +1,19 @@
 //! What scoring reads and writes: each call as the runner recorded it
 //! ([`CallRecord`]), the selection metrics of an outcome ([`Score`]), and its protocol
 //! counters ([`Protocol`], counted by [`protocol`]).
+//!
+//! The counters a strategy defines (a search, a resource read, the MCP Progressive
+//! Disclosure refusals) are counted by the name the call's record carries — the
+//! `event` of a fetch, the [`ProtocolError::Defined`] of a refusal — and stored under
+//! that name beside the common counters, so scoring knows no strategy's tools.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::catalog::Address;
-use crate::strategy::ProtocolError;
+use crate::events::{Event, ProtocolError};
 
 /// What a call was: a real call, a discovery (protocol), or a refused one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +70,9 @@ pub struct CallRecord {
     /// is an attempt, not an abstention.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub malformed: bool,
+    /// The event the strategy counted for this call (a search, a resource read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<Event>,
 }
 
 /// The selection metrics of one outcome.
@@ -105,20 +113,11 @@ pub struct Protocol {
     /// Calls of tools held back that no search surfaced (tool search, retrieval).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_surfaced: usize,
-    /// `mcp-resource`: reads of the tool-descriptions resource without `?tools=`
-    /// (fetch-everything-first).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub missing_tool_selection: usize,
-    /// `mcp-resource`: calls of a tool before its description was read
-    /// (skip-fetching).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub description_required: usize,
-    /// Searches made (`tool_search`): an event, not an error.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub searches: usize,
-    /// Reads of the tool-descriptions resource that returned descriptions: an event.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub resource_reads: usize,
+    /// The counters strategies define (searches, resource reads, the MCP Progressive
+    /// Disclosure refusals…), by name; none at zero. Earlier lines wrote the same
+    /// names as fields, so they read back here unchanged.
+    #[serde(flatten, deserialize_with = "counts")]
+    pub defined: BTreeMap<String, usize>,
     /// Calls of tools not loaded that ran anyway (the default, as in FIM One): a
     /// protocol event, not an error.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -147,21 +146,46 @@ pub struct Protocol {
 
 impl Protocol {
     /// Protocol errors: unknown targets, bad subcommands, schema violations, calls to
-    /// tools not loaded, and the model's own misbehaviour (empty answers, calls
-    /// written as text, refusals, answers cut by the token limit).
-    pub fn errors(&self) -> usize {
+    /// tools not loaded or not surfaced, the refusals strategies define (`defined_error`
+    /// says which counters are refusals), and the model's own misbehaviour (empty
+    /// answers, calls written as text, refusals, answers cut by the token limit).
+    pub fn errors_with(&self, defined_error: &dyn Fn(&str) -> bool) -> usize {
         self.unknown_target
             + self.bad_subcommand
             + self.schema_violation
             + self.not_loaded
             + self.not_surfaced
-            + self.missing_tool_selection
-            + self.description_required
+            + self
+                .defined
+                .iter()
+                .filter(|(k, _)| defined_error(k))
+                .map(|(_, n)| n)
+                .sum::<usize>()
             + self.empty_answers
             + self.text_calls
             + self.refusals
             + self.truncated
     }
+
+    /// The counter a strategy defined of this name (0 when it never fired).
+    pub fn count(&self, name: &str) -> usize {
+        self.defined.get(name).copied().unwrap_or(0)
+    }
+
+    fn add(&mut self, name: &str) {
+        *self.defined.entry(name.to_string()).or_default() += 1;
+    }
+}
+
+/// The defined counters of a line: every key the common counters do not name whose
+/// value is a count.
+fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, usize>, D::Error> {
+    let all = BTreeMap::<String, Value>::deserialize(d)?;
+    Ok(all
+        .into_iter()
+        .filter_map(|(k, v)| v.as_u64().map(|n| (k, n as usize)))
+        .filter(|(_, n)| *n > 0)
+        .collect())
 }
 
 /// Counts the protocol events of an episode.
@@ -189,10 +213,8 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         match c.effect {
             CallEffect::Fetched => {
                 p.discovery_calls += 1;
-                match c.tool.as_str() {
-                    crate::strategy::pool::TOOL_SEARCH => p.searches += 1,
-                    crate::strategy::mcp_resource::READ_RESOURCE => p.resource_reads += 1,
-                    _ => {}
+                if let Some(e) = c.event {
+                    p.add(e.name());
                 }
             }
             CallEffect::Executed => {
@@ -210,8 +232,7 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                 // Refused, not executed: a protocol error, not a blind call.
                 Some(ProtocolError::NotLoaded) => p.not_loaded += 1,
                 Some(ProtocolError::NotSurfaced) => p.not_surfaced += 1,
-                Some(ProtocolError::MissingToolSelection) => p.missing_tool_selection += 1,
-                Some(ProtocolError::DescriptionRequired) => p.description_required += 1,
+                Some(ProtocolError::Defined(e)) => p.add(e.name()),
                 None => {}
             },
         }
@@ -221,8 +242,9 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
     let used: BTreeSet<&Address> = calls.iter().filter_map(|c| c.address.as_ref()).collect();
     let fetched: BTreeSet<&Address> = calls
         .iter()
-        .filter(|c| c.effect == CallEffect::Fetched && c.tool != "read_skill")
+        .filter(|c| c.effect == CallEffect::Fetched)
         .flat_map(|c| c.fetched.iter())
+        .filter(|a| !matches!(a, Address::Skill(_)))
         .collect();
     p.overfetch = fetched.difference(&used).count();
     p

@@ -36,6 +36,7 @@ fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallR
         unloaded: false,
         cut: Vec::new(),
         malformed: false,
+        event: None,
     }
 }
 
@@ -162,6 +163,7 @@ fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
         unloaded: false,
         cut: Vec::new(),
         malformed: false,
+        event: None,
     }
 }
 
@@ -350,7 +352,7 @@ fn sql_is_ordered_and_narrow_only_when_the_expectation_says_so() {
     );
 }
 
-fn refused(error: crate::strategy::ProtocolError, malformed: bool) -> CallRecord {
+fn refused(error: crate::events::ProtocolError, malformed: bool) -> CallRecord {
     CallRecord {
         effect: CallEffect::Error,
         address: None,
@@ -363,7 +365,7 @@ fn refused(error: crate::strategy::ProtocolError, malformed: bool) -> CallRecord
 
 #[test]
 fn a_no_call_query_is_met_only_by_a_model_that_tried_no_call() {
-    use crate::strategy::ProtocolError::{BadSubcommand, SchemaViolation, UnknownTarget};
+    use crate::events::ProtocolError::{BadSubcommand, SchemaViolation, UnknownTarget};
     // The classic `calls: []` and a v2 one that allows a read.
     let (_d, sc) = with_queries(
         "  - {id: thanks, text: Thanks!, expect: {calls: []}}\n\
@@ -402,7 +404,7 @@ fn a_no_call_query_is_met_only_by_a_model_that_tried_no_call() {
     // abstention, as before.
     let look = &sc.queries[1];
     let read = exec(1, &order(), json!({"order_id": "9921"}));
-    let s = score(look, &[read.clone()], 0, &[], &sc.catalog, &dbs);
+    let s = score(look, std::slice::from_ref(&read), 0, &[], &sc.catalog, &dbs);
     assert!(s.exact && s.abstain_ok == Some(true));
     let s = score(&sc.queries[0], &[read], 0, &[], &sc.catalog, &dbs);
     assert!(!s.exact && s.abstain_ok == Some(false));
@@ -422,7 +424,7 @@ fn a_query_that_expects_calls_is_judged_on_its_calls_alone() {
             &create,
             json!({"repo": "acme/app", "title": "Crash on start"}),
         ),
-        refused(crate::strategy::ProtocolError::UnknownTarget, true),
+        refused(crate::events::ProtocolError::UnknownTarget, true),
     ];
     let s = score(q, &calls, 1, &[], &sc.catalog, &dbs);
     assert!(s.exact && s.abstain_ok.is_none());

@@ -121,7 +121,7 @@ fn functions_form(text: &str, known: &dyn Fn(&str) -> bool) -> bool {
     let lines = text.lines().any(|l| {
         l.trim_start()
             .strip_prefix("functions.")
-            .is_some_and(|rest| after(rest))
+            .is_some_and(&after)
     });
     lines
         || text

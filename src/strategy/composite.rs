@@ -268,13 +268,31 @@ impl Composite {
         &self.config
     }
 
+    /// The events the mode's strategies define (see [`super::defined`]).
+    pub fn events(&self) -> Vec<super::protocol::EventKind> {
+        let mut out: Vec<super::protocol::EventKind> = Vec::new();
+        for k in self.parts.iter().flat_map(|p| p.events()) {
+            if !out.contains(k) {
+                out.push(*k);
+            }
+        }
+        out
+    }
+
+    /// Whether the mode holds tools back until a search or retrieval surfaces them
+    /// (tool search, retrieval): then the visible list is what was surfaced, with no
+    /// `request_tools`, and a call outside it is refused as never surfaced.
+    pub fn holds_back(&self) -> bool {
+        self.initial.is_some()
+    }
+
     /// Whether a call of `tool` finds it loaded (always, when nothing was filtered).
     pub fn is_loaded(&self, state: &State, tool: &str) -> bool {
         state
             .active
             .as_ref()
             .is_none_or(|a| a.iter().any(|n| n == tool))
-            || (tool == selection::REQUEST_TOOLS && !state.holding)
+            || (tool == selection::REQUEST_TOOLS && !self.holds_back())
     }
 
     /// Retrieval, before the model is asked: the tools retrieved for the query join
@@ -325,7 +343,6 @@ impl Composite {
         if let Some(initial) = &self.initial {
             st.active = Some(initial.clone());
             st.selected = initial.len();
-            st.holding = true;
             self.mark_active_shown(&mut st);
         }
         st
@@ -367,7 +384,7 @@ impl Composite {
         match &state.active {
             None => self.tools.clone(),
             // Held back: the visible tools in the order they entered, no request_tools.
-            Some(active) if state.holding => {
+            Some(active) if self.holds_back() => {
                 let v: Vec<ToolDef> = active
                     .iter()
                     .filter_map(|n| self.tools.iter().find(|t| &t.name == n).cloned())
@@ -571,7 +588,7 @@ impl Composite {
                 ),
             );
         };
-        if state.holding && !self.is_loaded(state, &call.name) {
+        if self.holds_back() && !self.is_loaded(state, &call.name) {
             return Resolution::error(
                 ProtocolError::NotSurfaced,
                 format!(
@@ -624,7 +641,7 @@ impl Composite {
         state: &State,
     ) -> Option<(String, Value)> {
         let (tool, a) = self.part_for(&target.address)?.route(target, args, state)?;
-        if state.holding {
+        if self.holds_back() {
             return Some((tool, a));
         }
         if let Some(active) = &state.active {

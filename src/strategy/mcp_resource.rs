@@ -8,13 +8,15 @@
 //! `TOOL_DESCRIPTION_REQUIRED` and the URI to read. Both answers carry recovery hints,
 //! as the guide's server does.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
 
 use super::execute::execute;
 use super::pool::first_sentence;
-use super::protocol::{arg_str, Effect, Env, ProtocolError, Rendered, Resolution, State, Strategy};
+use super::protocol::{
+    arg_str, Effect, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
+};
 use super::results::pretty;
 use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog, McpTool};
@@ -25,6 +27,32 @@ use crate::wire::ToolDef;
 pub const READ_RESOURCE: &str = "read_resource";
 /// The resource holding the full tool descriptions.
 pub const URI: &str = "resource:///tool_descriptions";
+
+/// A read of the tool-descriptions resource without `?tools=` (the anti-pattern of
+/// fetching everything first), refused.
+pub const MISSING_TOOL_SELECTION: EventKind = EventKind {
+    name: "missing_tool_selection",
+    error: true,
+    doc: "reads of the tool-descriptions resource without ?tools= (refused)",
+};
+/// A call of a tool before its description was read (the anti-pattern of skipping the
+/// fetch), refused.
+pub const DESCRIPTION_REQUIRED: EventKind = EventKind {
+    name: "description_required",
+    error: true,
+    doc: "calls of a tool before its description was read (refused)",
+};
+/// A read of the tool-descriptions resource that returned descriptions: an event.
+pub const RESOURCE_READS: EventKind = EventKind {
+    name: "resource_reads",
+    error: false,
+    doc: "reads of the tool-descriptions resource that returned descriptions",
+};
+
+/// This strategy's own episode state: the MCP tools (their listed names) whose
+/// description the episode has read, the only ones it may call.
+#[derive(Debug, Clone, Default)]
+pub struct Authorized(BTreeSet<String>);
 
 pub struct McpResource {
     rendered: Rendered,
@@ -154,7 +182,7 @@ impl McpResource {
             .collect();
         if selection.is_empty() {
             return Resolution::error_json(
-                ProtocolError::MissingToolSelection,
+                MISSING_TOOL_SELECTION.into(),
                 json!({"error": {
                     "code": "MISSING_TOOL_SELECTION",
                     "message": self.missing,
@@ -172,7 +200,7 @@ impl McpResource {
             match self.documents.get(name) {
                 Some(doc) => {
                     out.insert(name.clone(), doc.clone());
-                    state.authorized.insert(name.clone());
+                    state.own_mut::<Authorized>().0.insert(name.clone());
                     let a = self.by_tool[name].clone();
                     if !addresses.contains(&a) {
                         addresses.push(a);
@@ -196,7 +224,14 @@ impl McpResource {
                 },
             };
         }
-        Resolution::fetched(content, addresses)
+        Resolution::fetched(content, addresses).counted(RESOURCE_READS)
+    }
+
+    /// Whether this episode has read `tool`'s description.
+    fn authorized(state: &State, tool: &str) -> bool {
+        state
+            .own::<Authorized>()
+            .is_some_and(|a| a.0.contains(tool))
     }
 
     fn required(&self, tool: &str) -> Resolution {
@@ -212,7 +247,7 @@ impl McpResource {
         let message = lines.next().unwrap_or_default().to_string();
         let instructions: Vec<&str> = lines.collect();
         Resolution::error_json(
-            ProtocolError::DescriptionRequired,
+            DESCRIPTION_REQUIRED.into(),
             json!({"error": {
                 "code": "TOOL_DESCRIPTION_REQUIRED",
                 "message": message,
@@ -240,6 +275,10 @@ impl Strategy for McpResource {
         self.by_tool.get(tool).cloned()
     }
 
+    fn events(&self) -> &'static [EventKind] {
+        &[MISSING_TOOL_SELECTION, DESCRIPTION_REQUIRED, RESOURCE_READS]
+    }
+
     /// Nothing: the listed sentence and open schema are not the tool's definition.
     fn shown_up_front(&self) -> Vec<Address> {
         Vec::new()
@@ -249,7 +288,7 @@ impl Strategy for McpResource {
         if tool == READ_RESOURCE {
             return self.read(args, state);
         }
-        if !state.authorized.contains(tool) {
+        if !Self::authorized(state, tool) {
             return self.required(tool);
         }
         execute(self.by_tool[tool].clone(), args, state, env)
@@ -257,7 +296,7 @@ impl Strategy for McpResource {
 
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)> {
         let name = self.by_address.get(&target.address)?;
-        if state.authorized.contains(name) {
+        if Self::authorized(state, name) {
             return Some((name.clone(), args.clone()));
         }
         Some((

@@ -5,10 +5,12 @@
 //! renders a system-prompt section plus tool definitions, answers calls to its tools,
 //! and knows the shortest protocol route to an address (used by the oracle model).
 //! [`Composite`] stacks the strategies of a mode, adds built-in tools, and runs the
-//! selection step with `request_tools`.
+//! selection step with `request_tools`. Each strategy keeps its own episode state and
+//! names the events it counts ([`protocol`]); [`defined`] lists every such event.
 
 pub mod composite;
 pub mod config;
+pub mod defined;
 pub mod execute;
 pub mod mode;
 pub mod protocol;
@@ -34,6 +36,9 @@ pub use composite::Composite;
 pub use config::{Cut, ProtocolConfig, ResultLimits, SelectionConfig, UnloadedCalls};
 pub use execute::{execute, schema_errors};
 pub use mode::{Disclosure, Mode};
-pub use protocol::{Effect, Env, ProtocolError, Rendered, Resolution, Retrieved, State, Strategy};
+pub use protocol::{
+    Effect, Env, Event, EventKind, PartState, ProtocolError, Rendered, Resolution, Retrieved,
+    State, Strategy,
+};
 pub use selection::Level;
 pub use templates::{TemplateError, Templates};

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{json, Value};
 
 use super::mode::{matches_pattern, SearchSettings, SearchVariant};
-use super::protocol::{Env, ProtocolError, Resolution, Retrieved, State, Strategy};
+use super::protocol::{Env, EventKind, ProtocolError, Resolution, Retrieved, State, Strategy};
 use super::templates::{TemplateError, Templates};
 use crate::bm25;
 use crate::catalog::Address;
@@ -20,6 +20,12 @@ use crate::wire::ToolDef;
 
 /// The search tool's name.
 pub const TOOL_SEARCH: &str = "tool_search";
+/// A search made (`tool_search` answered with what it found): an event, not an error.
+pub const SEARCHES: EventKind = EventKind {
+    name: "searches",
+    error: false,
+    doc: "searches made (tool_search answered)",
+};
 /// The longest pattern or query a search takes (Anthropic's regex tool search takes
 /// up to 200 characters).
 pub const MAX_QUERY: usize = 200;
@@ -247,6 +253,8 @@ impl Pool {
             content,
             effect: super::protocol::Effect::Fetched {
                 addresses,
+                ranked: true,
+                event: Some(SEARCHES.event()),
                 join,
                 ends: Vec::new(),
             },

@@ -1,12 +1,35 @@
 //! The vocabulary every strategy speaks: what it adds to the context ([`Rendered`]),
 //! what the model has been shown and done in one episode ([`State`]), the answer to a
-//! call and what it meant ([`Resolution`], [`Effect`], [`ProtocolError`]), and the
-//! [`Strategy`] trait itself.
+//! call and what it meant ([`Resolution`], [`Effect`], with the refusals and events of
+//! [`crate::events`]), and the [`Strategy`] trait itself.
+//!
+//! # Episode state
+//!
+//! [`State`] holds what every strategy shares: the definitions shown, the skills
+//! loaded, what was fetched and executed, what the result budget cut, and the tool
+//! list the composite sends (the selection step's loaded set, or the tools tool search
+//! and retrieval have surfaced). Nothing in it belongs to one strategy. A strategy
+//! that needs state of its own (what `mcp-resource` has authorized, say) defines a
+//! type in its own file — `Clone + Default + Debug + Send + Sync + 'static` — and reads
+//! and writes it with [`State::own`] and [`State::own_mut`]: one value per type and
+//! episode, made on first use, cloned with the state (the oracle plans on clones), and
+//! never shared between episodes.
+//!
+//! # Events
+//!
+//! A strategy counts what its protocol defines through one path: a refusal is
+//! `Effect::Error` with [`ProtocolError::Defined`], an event that is not a refusal (a
+//! search, a resource read) is the `event` of `Effect::Fetched`, each named by an
+//! [`EventKind`] declared in the strategy's file and listed in [`super::defined`]. The
+//! record counts each under its name; the reports show it by that name.
 
+use std::any::{Any, TypeId};
 use std::collections::{BTreeSet, HashSet};
 
 use serde::Serialize;
 use serde_json::{json, Value};
+
+pub use crate::events::{Event, EventKind, ProtocolError};
 
 use crate::catalog::{Address, Catalog};
 use crate::environment::{Databases, QueryError, QueryResult};
@@ -41,54 +64,75 @@ pub struct State {
     pub fetched: Vec<Address>,
     /// Addresses executed so far, in order.
     pub executed: Vec<Address>,
-    /// Whether `active` holds tools back for tool search or retrieval (rather than
-    /// for the selection step): no `request_tools`, and a call outside it is refused
-    /// as never surfaced.
-    pub holding: bool,
-    /// MCP tools (their listed names) whose description this episode has read
-    /// (`mcp-resource`): the only ones it may call. Per episode, never shared.
-    pub authorized: BTreeSet<String>,
     /// Addresses the last call showed for the first time (so that a definition the
     /// result budget then cut can be taken back without touching earlier ones).
     pub newly_shown: Vec<Address>,
     /// Addresses whose definitions were fetched but cut from the answer by the result
     /// budget: never shown whole. A model that calls them calls blind.
     pub cut: BTreeSet<Address>,
+    /// Each strategy's own state of this episode, by type ([`State::own`]).
+    pub own: OwnStates,
 }
 
-/// A protocol error: the call was not understood or not allowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProtocolError {
-    /// A tool, connector, action, server, database or skill name not in the catalog.
-    UnknownTarget,
-    /// A meta-tool subcommand that does not exist.
-    BadSubcommand,
-    /// Arguments that are not JSON, or miss what the (meta-)tool requires.
-    SchemaViolation,
-    /// A tool that exists but is not loaded (selection step).
-    NotLoaded,
-    /// A tool held back behind tool search or retrieval that no search surfaced.
-    NotSurfaced,
-    /// `mcp-resource`: the tool-descriptions resource read without `?tools=`
-    /// (the anti-pattern of fetching everything first).
-    MissingToolSelection,
-    /// `mcp-resource`: a tool called before its description was read (the
-    /// anti-pattern of skipping the fetch).
-    DescriptionRequired,
+impl State {
+    /// This episode's state of type `T`, if a strategy made one.
+    pub fn own<T: PartState + Clone + Default>(&self) -> Option<&T> {
+        self.own
+            .0
+            .iter()
+            .find(|(id, _)| *id == TypeId::of::<T>())
+            .and_then(|(_, s)| (**s).as_any().downcast_ref::<T>())
+    }
+
+    /// This episode's state of type `T`, made (`T::default()`) on first use.
+    pub fn own_mut<T: PartState + Clone + Default>(&mut self) -> &mut T {
+        let id = TypeId::of::<T>();
+        let at = match self.own.0.iter().position(|(i, _)| *i == id) {
+            Some(at) => at,
+            None => {
+                self.own.0.push((id, Box::new(T::default())));
+                self.own.0.len() - 1
+            }
+        };
+        (*self.own.0[at].1)
+            .as_any_mut()
+            .downcast_mut::<T>()
+            .expect("a state is stored under its own type")
+    }
 }
 
-impl ProtocolError {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProtocolError::UnknownTarget => "unknown_target",
-            ProtocolError::BadSubcommand => "bad_subcommand",
-            ProtocolError::SchemaViolation => "schema_violation",
-            ProtocolError::NotLoaded => "not_loaded",
-            ProtocolError::NotSurfaced => "not_surfaced",
-            ProtocolError::MissingToolSelection => "missing_tool_selection",
-            ProtocolError::DescriptionRequired => "description_required",
-        }
+/// A strategy's own episode state: any `Clone + Debug + Send + Sync` type of its file.
+pub trait PartState: Any + Send + Sync + std::fmt::Debug {
+    fn clone_box(&self) -> Box<dyn PartState>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any + Clone + Send + Sync + std::fmt::Debug> PartState for T {
+    fn clone_box(&self) -> Box<dyn PartState> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// The strategies' own states of one episode, one per type (read and written through
+/// [`State::own`] and [`State::own_mut`]).
+#[derive(Debug, Default)]
+pub struct OwnStates(Vec<(TypeId, Box<dyn PartState>)>);
+
+impl Clone for OwnStates {
+    fn clone(&self) -> OwnStates {
+        OwnStates(
+            self.0
+                .iter()
+                .map(|(id, s)| (*id, (**s).clone_box()))
+                .collect(),
+        )
     }
 }
 
@@ -99,6 +143,12 @@ pub enum Effect {
     /// Protocol: definitions (or catalog listings) entered the context.
     Fetched {
         addresses: Vec<Address>,
+        /// Whether the answer ranks what it shows, best first (a search's results).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        ranked: bool,
+        /// The event the strategy counts for this call (a search, a resource read).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        event: Option<Event>,
         /// Top-level tools that join the visible tool list from the next request on
         /// (tool search); empty for definitions returned as text.
         #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -175,10 +225,20 @@ impl Resolution {
             content,
             effect: Effect::Fetched {
                 addresses,
+                ranked: false,
+                event: None,
                 join: Vec::new(),
                 ends,
             },
         }
+    }
+
+    /// This answer, counted as `event` (a search, a resource read).
+    pub fn counted(mut self, kind: EventKind) -> Resolution {
+        if let Effect::Fetched { event, .. } = &mut self.effect {
+            *event = Some(kind.event());
+        }
+        self
     }
 
     /// This error, on a call the model tried to make when `attempt` holds.
@@ -250,6 +310,11 @@ pub trait Strategy: Send + Sync {
     /// first), so that recall@k and MRR mean something for it.
     fn ranks(&self) -> bool {
         false
+    }
+    /// The events it defines (refusals and others), declared in its file and listed in
+    /// [`super::defined::DEFINED`].
+    fn events(&self) -> &'static [EventKind] {
+        &[]
     }
     /// Addresses whose definitions are in the context from the first turn.
     fn shown_up_front(&self) -> Vec<Address>;

@@ -8,8 +8,8 @@
 
 use serde_json::Value;
 
-use super::pool::{Pool, TOOL_SEARCH};
-use super::protocol::{Env, Rendered, Resolution, Retrieved, State, Strategy};
+use super::pool::{Pool, SEARCHES, TOOL_SEARCH};
+use super::protocol::{Env, EventKind, Rendered, Resolution, Retrieved, State, Strategy};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
 
@@ -69,6 +69,10 @@ impl Strategy for Retrieval {
 
     fn ranks(&self) -> bool {
         true
+    }
+
+    fn events(&self) -> &'static [EventKind] {
+        &[SEARCHES]
     }
 
     fn shown_up_front(&self) -> Vec<Address> {

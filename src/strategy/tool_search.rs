@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
-use super::pool::{Pool, TOOL_SEARCH};
-use super::protocol::{Env, Rendered, Resolution, State, Strategy};
+use super::pool::{Pool, SEARCHES, TOOL_SEARCH};
+use super::protocol::{Env, EventKind, Rendered, Resolution, State, Strategy};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
 
@@ -56,6 +56,10 @@ impl Strategy for ToolSearch {
 
     fn ranks(&self) -> bool {
         true
+    }
+
+    fn events(&self) -> &'static [EventKind] {
+        &[SEARCHES]
     }
 
     fn shown_up_front(&self) -> Vec<Address> {
