@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use super::stats::{mcnemar_exact, pass_k, stable, PassK, Rate};
 use super::summary::{
-    protocol_rates, Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary, SurfacingStat,
-    LAYERS,
+    protocol_rates, CacheStat, Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary,
+    SurfacingStat, LAYERS,
 };
 use crate::record;
 use crate::scenario::sweep::order_key;
@@ -54,6 +54,20 @@ struct Line {
     cost_usd: Option<f64>,
     #[serde(default)]
     surfacing: Option<LineSurfacing>,
+    #[serde(default)]
+    cache: Option<LineCache>,
+}
+
+#[derive(Deserialize)]
+struct LineCache {
+    requests: u64,
+    predicted: u64,
+    read: u64,
+    written: u64,
+    #[serde(default)]
+    cost_predicted_usd: Option<f64>,
+    #[serde(default)]
+    cost_reported_usd: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -245,6 +259,27 @@ impl Batch {
             .entry("cost_usd")
             .or_default()
             .push(l.cost_usd.unwrap_or(0.0));
+        let c = l.cache.as_ref();
+        for (k, v) in [
+            ("cache_requests", c.map_or(0, |c| c.requests)),
+            ("cache_predicted", c.map_or(0, |c| c.predicted)),
+            ("cache_read", c.map_or(0, |c| c.read)),
+            ("cache_written", c.map_or(0, |c| c.written)),
+        ] {
+            self.u.entry(k).or_default().push(v);
+        }
+        for (k, v) in [
+            (
+                "cache_cost_predicted",
+                c.and_then(|c| c.cost_predicted_usd).unwrap_or(0.0),
+            ),
+            (
+                "cache_cost_reported",
+                c.and_then(|c| c.cost_reported_usd).unwrap_or(0.0),
+            ),
+        ] {
+            self.f.entry(k).or_default().push(v);
+        }
         let sc = &l.score;
         for (k, v) in [
             ("precision", sc.precision),
@@ -261,6 +296,13 @@ impl Batch {
             ("infra", l.infra_error.is_some()),
             ("has_usage", l.usage.is_some()),
             ("has_cost", l.cost_usd.is_some()),
+            ("has_cache", l.cache.is_some()),
+            (
+                "has_cache_cost",
+                l.cache
+                    .as_ref()
+                    .is_some_and(|c| c.cost_reported_usd.is_some()),
+            ),
         ] {
             self.b.entry(k).or_default().push(v);
         }
@@ -370,7 +412,8 @@ fn flatten_into(jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
     Ok(total)
 }
 
-type Spend = BTreeMap<(String, String, String), (Option<ProviderUsage>, Option<Cost>)>;
+type Spend =
+    BTreeMap<(String, String, String), (Option<ProviderUsage>, Option<Cost>, Option<CacheStat>)>;
 
 /// Per group: its provider usage and cost, from the per-group sums.
 fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
@@ -384,6 +427,16 @@ fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
         n("counted_with_usage")?,
         n("cost_n")?,
         n("cost_usd")?,
+    );
+    let (kn, kq, kp, kr, kw, kc, kcp, kcr) = (
+        n("cache_n")?,
+        n("cache_requests")?,
+        n("cache_predicted")?,
+        n("cache_read")?,
+        n("cache_written")?,
+        n("cache_cost_n")?,
+        n("cache_cost_predicted")?,
+        n("cache_cost_reported")?,
     );
     Ok((0..s.len())
         .map(|i| {
@@ -400,7 +453,24 @@ fn spend_map(df: &DataFrame) -> anyhow::Result<Spend> {
                 total: stable(cu[i]),
                 mean: stable(cu[i] / cn[i]),
             });
-            ((s[i].clone(), m[i].clone(), mo[i].clone()), (usage, cost))
+            let cache = (kn[i] > 0.0).then(|| CacheStat {
+                outcomes: kn[i] as u64,
+                requests: kq[i] as u64,
+                predicted: kp[i] as u64,
+                read: kr[i] as u64,
+                written: kw[i] as u64,
+                ratio: if kp[i] > 0.0 {
+                    stable(kr[i] / kp[i])
+                } else {
+                    0.0
+                },
+                cost_reported: (kc[i] > 0.0).then(|| stable(kcr[i])),
+                cost_predicted: (kc[i] > 0.0).then(|| stable(kcp[i])),
+            });
+            (
+                (s[i].clone(), m[i].clone(), mo[i].clone()),
+                (usage, cost, cache),
+            )
         })
         .collect())
 }
@@ -525,16 +595,30 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
     let u = |e: Expr| e.cast(DataType::UInt64).sum();
     // Infra errors, provider usage and cost count every outcome: a request that
     // failed later was still billed.
-    let infra = collect(base.clone().group_by(keys.clone()).agg([
-        u(col("infra")).alias("infra"),
-        u(col("has_usage")).alias("usage_n"),
-        u(col("provider_input")).alias("provider_input"),
-        u(col("provider_output")).alias("provider_output"),
-        u(col("provider_cached")).alias("provider_cached"),
-        u(col("counted_with_usage")).alias("counted_with_usage"),
-        u(col("has_cost")).alias("cost_n"),
-        col("cost_usd").sum().alias("cost_usd"),
-    ]))?;
+    let infra = collect(
+        base.clone().group_by(keys.clone()).agg([
+            u(col("infra")).alias("infra"),
+            u(col("has_usage")).alias("usage_n"),
+            u(col("provider_input")).alias("provider_input"),
+            u(col("provider_output")).alias("provider_output"),
+            u(col("provider_cached")).alias("provider_cached"),
+            u(col("counted_with_usage")).alias("counted_with_usage"),
+            u(col("has_cost")).alias("cost_n"),
+            col("cost_usd").sum().alias("cost_usd"),
+            u(col("has_cache")).alias("cache_n"),
+            u(col("cache_requests")).alias("cache_requests"),
+            u(col("cache_predicted")).alias("cache_predicted"),
+            u(col("cache_read")).alias("cache_read"),
+            u(col("cache_written")).alias("cache_written"),
+            u(col("has_cache_cost")).alias("cache_cost_n"),
+            col("cache_cost_predicted")
+                .sum()
+                .alias("cache_cost_predicted"),
+            col("cache_cost_reported")
+                .sum()
+                .alias("cache_cost_reported"),
+        ]),
+    )?;
     let spend = spend_map(&infra)?;
     let ok = base.clone().filter(col("infra").not());
     let mut aggs = vec![
@@ -717,6 +801,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             },
             provider_usage: spend.get(&key).and_then(|s| s.0),
             cost_usd: spend.get(&key).and_then(|s| s.1),
+            cache: spend.get(&key).and_then(|s| s.2),
         });
     }
     // Groups whose outcomes were all infra errors still get a row.
@@ -726,9 +811,10 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             .any(|g| (&g.scenario, &g.mode, &g.model) == (&key.0, &key.1, &key.2))
         {
             let mut g = empty_group(key, *count);
-            if let Some((u, c)) = spend.get(key) {
+            if let Some((u, c, k)) = spend.get(key) {
                 g.provider_usage = *u;
                 g.cost_usd = *c;
+                g.cache = *k;
             }
             groups.push(g);
         }
@@ -889,6 +975,7 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
         },
         provider_usage: None,
         cost_usd: None,
+        cache: None,
     }
 }
 

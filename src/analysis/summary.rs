@@ -100,6 +100,10 @@ pub struct Group {
     /// What the group cost, when its model has prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<Cost>,
+    /// The provider's prompt cache beside discbench's prediction, when the provider
+    /// reported cache figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheStat>,
 }
 
 /// The surfacing measures of a group: means over its outcomes that expect a call.
@@ -134,6 +138,29 @@ pub struct ProviderUsage {
     /// `input / counted_input`: how far the bill is from the count of the sent text
     /// (providers render tool definitions their own way and add framing).
     pub ratio: f64,
+}
+
+/// The provider's prompt cache in a group, beside what discbench predicted, summed
+/// over the agent-turn requests that reported cache figures.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CacheStat {
+    /// Outcomes with such requests.
+    pub outcomes: u64,
+    pub requests: u64,
+    /// discbench's predicted cacheable prefix (its tokenizer).
+    pub predicted: u64,
+    /// The provider's cache reads (its tokenizer).
+    pub read: u64,
+    /// The provider's cache writes.
+    pub written: u64,
+    /// `read / predicted` (0 when nothing was predicted).
+    pub ratio: f64,
+    /// Those requests priced with the provider's own figures, and with discbench's
+    /// prediction (US dollars; absent without prices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_reported: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_predicted: Option<f64>,
 }
 
 /// The cost of a group in US dollars.

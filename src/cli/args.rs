@@ -339,6 +339,15 @@ pub struct EndpointArgs {
     /// At most this many tokens (provider usage) per minute to each HTTP model.
     #[arg(long, value_name = "N")]
     pub tokens_per_minute: Option<u64>,
+    /// Provider prompt caching: `on` puts cache breakpoints in Anthropic requests (the
+    /// last tool, the system prompt, the newest message) and a cache key in Responses
+    /// requests; `off` sends neither.
+    #[arg(long, value_name = "on|off", default_value = "on", value_parser = ["on", "off"])]
+    pub prompt_cache: String,
+    /// How long Anthropic keeps a cache entry: 5m or 1h (a write costs 1.25× or 2×
+    /// the input price, a read 0.1×).
+    #[arg(long, value_name = "5m|1h", default_value = "5m", value_parser = ["5m", "1h"])]
+    pub cache_ttl: String,
 }
 
 #[derive(Args, Debug)]

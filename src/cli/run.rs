@@ -20,7 +20,7 @@ use crate::model::limit::Limits;
 use crate::model::models_file::ModelsFile;
 use crate::model::replay::{Recorder, Recording, Replay, Tape};
 use crate::model::{self, Backend, ModelOptions};
-use crate::record::manifest::{Manifest, Shard};
+use crate::record::manifest::{Manifest, PromptCache, Shard, Ttl};
 use crate::record::writer::{self, OutcomeWriter};
 use crate::record::{reader, KeyView, OutcomeKey, FORMAT_VERSION};
 use crate::report;
@@ -212,6 +212,7 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
             tokens_per_minute: e.tokens_per_minute,
         },
         env: &env,
+        prompt_cache: prompt_cache(e)?,
     };
     let mut names = Vec::new();
     let mut out: Vec<Arc<dyn Backend>> = Vec::new();
@@ -240,6 +241,35 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
         return Err(Failure::Usage(format!("--model: `{dup}` is given twice")));
     }
     Ok((names, out))
+}
+
+/// `--prompt-cache` and `--cache-ttl`.
+fn prompt_cache(e: &EndpointArgs) -> Result<PromptCache, Failure> {
+    let enabled = match e.prompt_cache.as_str() {
+        "on" | "" => true,
+        "off" => false,
+        other => {
+            return Err(Failure::Usage(format!(
+                "--prompt-cache is on or off, not `{other}`"
+            )))
+        }
+    };
+    let ttl = match e.cache_ttl.as_str() {
+        "" => Ttl::default(),
+        t => Ttl::parse(t).map_err(|m| Failure::Usage(format!("--cache-ttl: {m}")))?,
+    };
+    Ok(PromptCache::new(enabled, ttl))
+}
+
+/// What `run.json` records of prompt caching: the setting, when a model of the run
+/// talks to a provider (mock models and replays cache nothing).
+fn recorded_cache(specs: &[String], e: &EndpointArgs) -> Result<Option<PromptCache>, Failure> {
+    let mock = |s: &String| model::MODELS.contains(&s.as_str()) || s.starts_with("replay:");
+    Ok(if specs.iter().all(mock) {
+        None
+    } else {
+        Some(prompt_cache(e)?)
+    })
 }
 
 /// Builds the plan and the manifest that records it.
@@ -318,6 +348,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
         )));
     }
     let (plan, mut manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
+    manifest.settings.prompt_cache = recorded_cache(&specs, &a.endpoints)?;
     if specs != manifest.settings.models {
         manifest.settings.model_specs = specs;
     }
@@ -379,7 +410,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
     let common = config::resume_common(s, &a.common)?;
     let p = config::prepare(&common)?;
     let (_, backends) = backends(specs, &a.endpoints)?;
-    let (plan, now, counter) = build(
+    let (plan, mut now, counter) = build(
         p,
         recorded.run_id.clone(),
         s.models.clone(),
@@ -387,6 +418,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
         s.max_turns,
         recorded.shard,
     )?;
+    now.settings.prompt_cache = recorded_cache(specs, &a.endpoints)?;
     let differences = recorded.differences(&now);
     if !differences.is_empty() {
         return Err(Failure::Usage(format!(

@@ -4,7 +4,17 @@
 //! `tool_use` blocks and whose tool results go back as `tool_result` blocks in a user
 //! turn (consecutive results together), `tools` with `input_schema`, and `max_tokens`
 //! (required by the API: 4,096 unless set). The answer's text and `tool_use` blocks,
-//! stop reason and `usage` (input, output, cache-read input tokens) are read back.
+//! stop reason and `usage` are read back; the input is the sum of what the API
+//! reports apart (`input_tokens`, the uncached rest, `cache_read_input_tokens` and
+//! `cache_creation_input_tokens`), the cache reads and writes kept as well.
+//!
+//! Prompt caching ([`super::caching`], on unless `--prompt-cache off`): the API caches
+//! only at `cache_control` breakpoints, so a request carries three, each
+//! `{"type": "ephemeral", "ttl": …}`: on the last tool definition, on the system
+//! prompt (sent as one text block for that) and on the last block of the newest
+//! message — within the API's limit of four. The tools, the system prompt and the
+//! conversation are cached in that order, so each request reads what the one before
+//! it wrote and writes its own newest message.
 
 use serde_json::{json, Map, Value};
 
@@ -49,10 +59,18 @@ impl Api for Messages {
     fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
         parse(v)
     }
+
+    // With a breakpoint on the newest message, everything a request does not read
+    // from the cache it writes to it.
+    fn writes_cache(&self, e: &Endpoint) -> bool {
+        e.cache.enabled
+    }
 }
 
 /// The request body for a context.
 pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
+    let cache = endpoint.cache;
+    let mark = json!({"type": "ephemeral", "ttl": cache.ttl.as_str()});
     let mut messages: Vec<Value> = Vec::new();
     let mut results: Vec<Value> = Vec::new();
     let flush = |messages: &mut Vec<Value>, results: &mut Vec<Value>| {
@@ -98,22 +116,47 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
         }
     }
     flush(&mut messages, &mut results);
+    if cache.enabled {
+        // The newest message's last block: its content becomes a list of blocks.
+        if let Some(last) = messages.last_mut() {
+            if let Some(text) = last["content"].as_str().map(str::to_string) {
+                last["content"] = json!([{"type": "text", "text": text}]);
+            }
+            if let Some(block) = last["content"]
+                .as_array_mut()
+                .and_then(|blocks| blocks.last_mut())
+            {
+                block["cache_control"] = mark.clone();
+            }
+        }
+    }
     let mut b = Map::new();
     b.insert("model".into(), json!(endpoint.model));
     b.insert(
         "max_tokens".into(),
         json!(endpoint.sampling.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
-    b.insert("system".into(), json!(cx.system));
+    if cache.enabled && !cx.system.is_empty() {
+        b.insert(
+            "system".into(),
+            json!([{"type": "text", "text": cx.system, "cache_control": mark}]),
+        );
+    } else {
+        b.insert("system".into(), json!(cx.system));
+    }
     b.insert("messages".into(), Value::Array(messages));
     if !cx.tools.is_empty() {
-        b.insert(
-            "tools".into(),
-            cx.tools
-                .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-                .collect(),
-        );
+        let mut tools: Vec<Value> = cx
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        if cache.enabled {
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = mark.clone();
+            }
+        }
+        b.insert("tools".into(), Value::Array(tools));
         if let Some(f) = &cx.tool_choice {
             b.insert("tool_choice".into(), json!({"type": "tool", "name": f}));
         }
@@ -158,10 +201,18 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
             _ => {}
         }
     }
-    let usage = v.get("usage").map(|u| Usage {
-        input: u.get("input_tokens").and_then(Value::as_u64).unwrap_or(0),
-        output: u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
-        cached_input: u.get("cache_read_input_tokens").and_then(Value::as_u64),
+    let usage = v.get("usage").map(|u| {
+        let n = |k: &str| u.get(k).and_then(Value::as_u64);
+        let (read, write) = (
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+        );
+        Usage {
+            input: n("input_tokens").unwrap_or(0) + read.unwrap_or(0) + write.unwrap_or(0),
+            output: n("output_tokens").unwrap_or(0),
+            cached_input: read,
+            cache_write: write,
+        }
     });
     Ok(Answer {
         response: Response {

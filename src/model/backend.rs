@@ -129,6 +129,12 @@ pub trait Backend: Send + Sync {
     fn prices(&self) -> Option<Prices> {
         None
     }
+    /// Whether the provider writes to its prompt cache every input token it did not
+    /// read from it (Anthropic with breakpoints on the newest message): the cost
+    /// discbench predicts then prices the uncached part as cache writes.
+    fn writes_cache(&self) -> bool {
+        false
+    }
     /// Whether it can be asked for a JSON object (OpenAI's JSON mode): the selection
     /// step then tries that between the forced call and plain text, as FIM One does.
     fn json_mode(&self) -> bool {

@@ -81,6 +81,9 @@ pub struct Endpoint {
     pub timeout: Duration,
     /// USD per million tokens, when known.
     pub prices: Option<super::prices::Prices>,
+    /// Whether requests ask the provider to cache, and for how long (the Messages API
+    /// caches only where asked; the others cache on their own).
+    pub cache: super::caching::PromptCache,
 }
 
 /// One provider's wire format (one file per implementation): how a context becomes a
@@ -99,6 +102,11 @@ pub trait Api: Send + Sync + 'static {
     fn parse(&self, v: &Value) -> Result<Answer, ModelError>;
     /// Whether the API has a JSON mode.
     fn json_mode(&self) -> bool {
+        false
+    }
+    /// Whether, as `e` asks it, the provider writes to its cache every input token it
+    /// did not read ([`Backend::writes_cache`]).
+    fn writes_cache(&self, _e: &Endpoint) -> bool {
         false
     }
 }
@@ -135,6 +143,10 @@ impl<A: Api> Backend for HttpBackend<A> {
 
     fn json_mode(&self) -> bool {
         self.api.json_mode()
+    }
+
+    fn writes_cache(&self) -> bool {
+        self.api.writes_cache(&self.endpoint)
     }
 
     fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {

@@ -102,6 +102,10 @@ impl Backend for Limited {
         self.inner.json_mode()
     }
 
+    fn writes_cache(&self) -> bool {
+        self.inner.writes_cache()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(LimitedSession {
             inner: self.inner.open(key, truth),

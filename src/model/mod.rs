@@ -11,6 +11,7 @@
 
 pub mod anthropic;
 pub mod backend;
+pub mod caching;
 pub mod http;
 pub mod lexical;
 pub mod limit;
@@ -56,6 +57,8 @@ pub struct ModelOptions<'a> {
     pub limits: Limits,
     /// Reads an environment variable (keys are read from the environment only).
     pub env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// `--prompt-cache`, `--cache-ttl`.
+    pub prompt_cache: caching::PromptCache,
 }
 
 fn no_env(_: &str) -> Option<String> {
@@ -72,6 +75,7 @@ impl Default for ModelOptions<'_> {
             sampling: Sampling::default(),
             limits: Limits::default(),
             env: &no_env,
+            prompt_cache: caching::PromptCache::default(),
         }
     }
 }
@@ -165,12 +169,18 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
             .map(Duration::from_secs_f64)
             .unwrap_or(o.timeout),
         prices: None,
+        cache: o.prompt_cache,
     }
 }
 
 pub fn entry_backend(entry: &Entry, o: &ModelOptions) -> Result<Arc<dyn Backend>, String> {
     let mut e = endpoint(entry, o);
     e.prices = entry.prices.or_else(|| prices::known_prices(&entry.model));
+    // Anthropic bills cache reads and writes at their own rates: priced from the
+    // published multipliers where the entry gives no price of its own.
+    if entry.provider == Provider::Anthropic && e.cache.enabled {
+        e.prices = e.prices.map(|p| caching::complete(&e.cache, p));
+    }
     let backend: Arc<dyn Backend> = match entry.provider {
         Provider::Openai => Arc::new(OpenAi::new(openai::ChatCompletions, e)?),
         Provider::Anthropic => Arc::new(Anthropic::new(anthropic::Messages, e)?),

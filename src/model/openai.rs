@@ -187,6 +187,7 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
             .get("prompt_tokens_details")
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
+        cache_write: None,
     });
     Ok(Answer {
         response: Response { text, calls },

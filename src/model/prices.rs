@@ -12,19 +12,31 @@ use crate::record::Usage;
 pub struct Prices {
     pub input: f64,
     pub output: f64,
+    /// A cache read (input served from the provider's prompt cache).
     #[serde(default)]
     pub cached_input: Option<f64>,
+    /// A cache write (input the provider stored in its prompt cache).
+    #[serde(default)]
+    pub cache_write: Option<f64>,
 }
 
 impl Prices {
-    /// The cost of `u` in US dollars: cached input at its own price when given (else
-    /// the input price), the rest of the input and the output at theirs.
+    /// The cost of `u` in US dollars: cache reads and writes at their own prices when
+    /// given (else the input price), the rest of the input and the output at theirs.
+    /// `u.input` is the whole input, cached and written tokens included.
     pub fn cost(&self, u: &Usage) -> f64 {
         let cached = u.cached_input.unwrap_or(0).min(u.input);
-        let fresh = u.input - cached;
+        let written = u.cache_write.unwrap_or(0).min(u.input - cached);
+        self.cost_of(u.input - cached - written, cached, written, u.output)
+    }
+
+    /// The cost of `fresh` uncached input, `cached` cache reads, `written` cache writes
+    /// and `output` tokens, in US dollars.
+    pub fn cost_of(&self, fresh: u64, cached: u64, written: u64, output: u64) -> f64 {
         (fresh as f64 * self.input
             + cached as f64 * self.cached_input.unwrap_or(self.input)
-            + u.output as f64 * self.output)
+            + written as f64 * self.cache_write.unwrap_or(self.input)
+            + output as f64 * self.output)
             / 1e6
     }
 }
@@ -39,6 +51,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 2.5,
             output: 10.0,
             cached_input: Some(1.25),
+            cache_write: None,
         },
     ),
     (
@@ -47,6 +60,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 0.15,
             output: 0.6,
             cached_input: Some(0.075),
+            cache_write: None,
         },
     ),
     (
@@ -55,6 +69,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 2.0,
             output: 8.0,
             cached_input: Some(0.5),
+            cache_write: None,
         },
     ),
     (
@@ -63,6 +78,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 0.4,
             output: 1.6,
             cached_input: Some(0.1),
+            cache_write: None,
         },
     ),
     (
@@ -71,6 +87,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 3.0,
             output: 15.0,
             cached_input: Some(0.3),
+            cache_write: None,
         },
     ),
     (
@@ -79,6 +96,7 @@ pub const KNOWN_PRICES: [(&str, Prices); 6] = [
             input: 0.8,
             output: 4.0,
             cached_input: Some(0.08),
+            cache_write: None,
         },
     ),
 ];

@@ -169,6 +169,10 @@ impl Backend for Recording {
         self.inner.json_mode()
     }
 
+    fn writes_cache(&self) -> bool {
+        self.inner.writes_cache()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(RecordingSession {
             inner: self.inner.open(key, truth),

@@ -54,6 +54,11 @@ pub struct Settings {
     /// A catalog-size sweep (`discbench sweep`): its sizes, seed and pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<crate::scenario::sweep::SweepSpec>,
+    /// Provider prompt caching (`--prompt-cache`, `--cache-ttl`) and the price
+    /// multipliers of cache reads and writes; `None` in runs made before it was
+    /// recorded, and in runs of mock models alone (nothing is cached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache: Option<PromptCache>,
 }
 
 /// One scenario's inputs.
@@ -251,6 +256,18 @@ impl Manifest {
         if a.max_turns != b.max_turns {
             d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
         }
+        if a.prompt_cache != b.prompt_cache {
+            let show = |c: &Option<PromptCache>| match c {
+                Some(c) if c.enabled => format!("on, {}", c.ttl.as_str()),
+                Some(_) => "off".to_string(),
+                None => "(none)".to_string(),
+            };
+            d.push(format!(
+                "prompt cache: {} now {}",
+                show(&a.prompt_cache),
+                show(&b.prompt_cache)
+            ));
+        }
         if a.sweep != b.sweep {
             let show = |s: &Option<crate::scenario::sweep::SweepSpec>| match s {
                 Some(s) => serde_json::to_string(s).unwrap_or_default(),
@@ -396,6 +413,83 @@ mod tests {
         );
         for bad in ["0/4", "5/4", "a/b", "3", "1/0"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}
+
+/// A cache read, as a share of the input price.
+pub const READ: f64 = 0.1;
+/// A cache write with the 5-minute TTL, as a multiple of the input price.
+pub const WRITE_5M: f64 = 1.25;
+/// A cache write with the 1-hour TTL, as a multiple of the input price.
+pub const WRITE_1H: f64 = 2.0;
+
+/// How long a cache entry lives.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ttl {
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl Ttl {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ttl::FiveMinutes => "5m",
+            Ttl::OneHour => "1h",
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Ttl, String> {
+        match s {
+            "5m" => Ok(Ttl::FiveMinutes),
+            "1h" => Ok(Ttl::OneHour),
+            _ => Err(format!("a cache TTL is 5m or 1h, not `{s}`")),
+        }
+    }
+
+    /// What a write costs, as a multiple of the input price.
+    pub fn write_multiplier(self) -> f64 {
+        match self {
+            Ttl::FiveMinutes => WRITE_5M,
+            Ttl::OneHour => WRITE_1H,
+        }
+    }
+}
+
+/// Provider prompt caching as a run asks for it (`--prompt-cache`, `--cache-ttl`), with
+/// the price multipliers in force — Anthropic's published ones (Prompt caching page,
+/// read 2026-11-25): a read at [`READ`] × the input price, a write at [`WRITE_5M`] × or
+/// [`WRITE_1H`] × by TTL; a models-file entry's own prices win. What `run.json`
+/// records.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PromptCache {
+    pub enabled: bool,
+    pub ttl: Ttl,
+    /// A read's price as a share of the input price.
+    pub read_multiplier: f64,
+    /// A write's price as a multiple of the input price.
+    pub write_multiplier: f64,
+}
+
+// The multipliers are published constants, never NaN: equality is total.
+impl Eq for PromptCache {}
+
+impl Default for PromptCache {
+    fn default() -> PromptCache {
+        PromptCache::new(true, Ttl::FiveMinutes)
+    }
+}
+
+impl PromptCache {
+    pub fn new(enabled: bool, ttl: Ttl) -> PromptCache {
+        PromptCache {
+            enabled,
+            ttl,
+            read_multiplier: READ,
+            write_multiplier: ttl.write_multiplier(),
         }
     }
 }

@@ -158,24 +158,59 @@ impl Entry {
 /// What a provider reported it billed for one request (real models only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token the provider billed, cache reads and writes included
+    /// (Anthropic reports the three apart; they are summed here).
     pub input: u64,
     pub output: u64,
+    /// Input tokens read from the provider's prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input: Option<u64>,
+    /// Input tokens written to the provider's prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`, OpenAI's `cache_write_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<u64>,
 }
 
 impl Usage {
     /// The sum of two requests' usage.
     pub fn plus(self, o: Usage) -> Usage {
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
         Usage {
             input: self.input + o.input,
             output: self.output + o.output,
-            cached_input: match (self.cached_input, o.cached_input) {
-                (None, None) => None,
-                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
-            },
+            cached_input: sum(self.cached_input, o.cached_input),
+            cache_write: sum(self.cache_write, o.cache_write),
         }
     }
+}
+
+/// What the provider's prompt cache did in an episode's agent turns, beside what
+/// discbench predicted it would (the cacheable prefix of each request, from the
+/// ledger): over the requests whose usage reported cache figures. The two are in
+/// different tokenizers (the provider's and discbench's); the docs say where else they
+/// part.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CacheMeasure {
+    /// Requests that reported cache figures.
+    pub requests: usize,
+    /// discbench's predicted cacheable prefix, summed over those requests.
+    pub predicted: u64,
+    /// The provider's cache reads.
+    pub read: u64,
+    /// The provider's cache writes.
+    pub written: u64,
+    /// The same requests priced with discbench's prediction in place of the
+    /// provider's accounting: the predicted prefix at the cache-read price, the rest
+    /// at the input price (or, where the provider writes everything it did not read,
+    /// at the cache-write price), the provider's output at the output price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_predicted_usd: Option<f64>,
+    /// The same requests priced with the provider's own figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_reported_usd: Option<f64>,
 }
 
 /// One round of the agent loop.
@@ -296,6 +331,10 @@ pub struct Outcome {
     /// What the episode cost in US dollars, from `usage` and the model's prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// The provider's prompt cache beside discbench's prediction, when the provider
+    /// reported cache figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheMeasure>,
     /// Retrieval: the tools retrieved for the query before the model was asked, with
     /// their scores and ranks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

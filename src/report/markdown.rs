@@ -160,5 +160,36 @@ pub fn spend_md(s: &Summary) -> String {
         );
     }
     out.push('\n');
+    out.push_str(&cache_md(s));
+    out
+}
+
+/// The provider's prompt cache beside discbench's prediction, for groups whose
+/// provider reported cache figures; empty otherwise.
+pub fn cache_md(s: &Summary) -> String {
+    let rows: Vec<_> = s.groups.iter().filter(|g| g.cache.is_some()).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## Prompt cache: the provider's figures beside discbench's prediction\n\nOver the agent-turn requests whose usage reported cache figures: what the provider read from its cache and wrote to it (its tokenizer), beside the cacheable prefix discbench predicts (tiktoken), and those requests priced both ways (US dollars).\n\n| scenario | mode | model | requests | cache read | predicted cached | read / predicted | cache written | cost (provider's cache) | cost (predicted cache) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for g in rows {
+        let k = g.cache.expect("filtered");
+        let money = |v: Option<f64>| v.map(|v| format!("${v:.4}")).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {:.3} | {} | {} | {} |",
+            g.scenario,
+            g.mode,
+            g.model,
+            k.requests,
+            k.read,
+            k.predicted,
+            k.ratio,
+            k.written,
+            money(k.cost_reported),
+            money(k.cost_predicted),
+        );
+    }
+    out.push('\n');
     out
 }

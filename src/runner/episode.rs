@@ -17,7 +17,8 @@ use super::tally::{Scored, Tally};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
-    Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage, FORMAT_VERSION,
+    CacheMeasure, Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage,
+    FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
 use crate::score;
@@ -370,6 +371,7 @@ impl Episode<'_> {
             .chain(turns.iter().filter_map(|t: &TurnRecord| t.usage))
             .reduce(Usage::plus);
         let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
+        let cache = cache_measure(&turns, backend);
         protocol.empty_answers = empty;
         protocol.refusals = refusals;
         protocol.truncated = truncs;
@@ -397,6 +399,7 @@ impl Episode<'_> {
             infra_error,
             usage,
             cost_usd,
+            cache,
             retrieved,
             surfacing,
         }
@@ -521,6 +524,43 @@ fn gives_way(e: &ModelError) -> bool {
 struct SelectAcc {
     usage: Option<Usage>,
     requests: usize,
+}
+
+/// The provider's prompt cache beside discbench's prediction, over the agent turns
+/// whose usage reported cache figures (`None` when none did). The selection step's
+/// requests are left out: their cacheable prefix is not predicted.
+fn cache_measure(turns: &[TurnRecord], backend: &dyn Backend) -> Option<CacheMeasure> {
+    let prices = backend.prices();
+    let writes = backend.writes_cache();
+    let mut m = CacheMeasure {
+        requests: 0,
+        predicted: 0,
+        read: 0,
+        written: 0,
+        cost_predicted_usd: prices.map(|_| 0.0),
+        cost_reported_usd: prices.map(|_| 0.0),
+    };
+    for t in turns {
+        let Some(u) = t
+            .usage
+            .filter(|u| u.cached_input.is_some() || u.cache_write.is_some())
+        else {
+            continue;
+        };
+        m.requests += 1;
+        let predicted = t.cached_prefix as u64;
+        m.predicted += predicted;
+        m.read += u.cached_input.unwrap_or(0);
+        m.written += u.cache_write.unwrap_or(0);
+        if let Some(p) = prices {
+            let rest = (t.request_tokens as u64).saturating_sub(predicted);
+            let (fresh, written) = if writes { (0, rest) } else { (rest, 0) };
+            *m.cost_predicted_usd.as_mut().expect("priced") +=
+                p.cost_of(fresh, predicted, written, u.output);
+            *m.cost_reported_usd.as_mut().expect("priced") += p.cost(&u);
+        }
+    }
+    (m.requests > 0).then_some(m)
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {

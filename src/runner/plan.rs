@@ -326,6 +326,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         tokenizer: tokenizer.to_string(),
         templates_dir: cfg.templates_dir.clone(),
         sweep: None,
+        prompt_cache: None,
     }
 }
 

@@ -365,6 +365,7 @@ impl Session {
             infra_error: None,
             usage: None,
             cost_usd: None,
+            cache: None,
             retrieved: Vec::new(),
             surfacing,
         })

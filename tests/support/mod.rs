@@ -2,4 +2,5 @@
 //! as a test of its own).
 
 pub mod cli;
+pub mod provider;
 pub mod server;

@@ -1,0 +1,303 @@
+//! The providers' own mechanisms, spoken to a local server that plays the provider:
+//! prompt caching on the Messages API (breakpoints, TTLs, the cache measured against
+//! discbench's prediction, cache reads and writes priced at their own rates).
+//!
+//! No provider key exists here: the server speaks the documented wire shapes
+//! (`tests/support/provider.rs` says which page each rule comes from) and answers as
+//! discbench's oracle would, so a run against it must be exact, and where its cache
+//! follows a rule discbench's prediction follows too, the two must agree request by
+//! request.
+
+mod support;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use support::cli::{bin, ok};
+use support::provider::{self, AnthropicCache, World};
+use support::server::{serve, Reply, Seen};
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn outcomes(dir: &Path) -> Vec<Value> {
+    read(&dir.join("outcomes.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// How a local Messages API bills its cache.
+#[derive(Clone, Copy)]
+struct Billing {
+    /// The model's minimum cacheable prefix.
+    min: usize,
+    /// One cache per conversation (the rule discbench predicts), or one for all.
+    per_conversation: bool,
+}
+
+/// A Messages API that answers as the oracle would, with its cache emulated.
+fn anthropic(world: Arc<World>, billing: Billing) -> support::server::Server {
+    let caches: Arc<std::sync::Mutex<std::collections::HashMap<String, Arc<AnthropicCache>>>> =
+        Default::default();
+    serve(move |s: &Seen, _| {
+        assert_eq!(s.path, "/v1/messages");
+        let (cx, purpose) = provider::anthropic_context(&s.body);
+        let conversation = if billing.per_conversation {
+            format!("{}\u{0}{}", cx.system, cx.query())
+        } else {
+            String::new()
+        };
+        let cache = caches
+            .lock()
+            .unwrap()
+            .entry(conversation)
+            .or_insert_with(|| Arc::new(AnthropicCache::new(billing.min)))
+            .clone();
+        let pieces = provider::pieces(&cx, world.counter());
+        let marks = provider::anthropic_marks(&s.body, &cx);
+        let b = cache.bill(&pieces, &marks);
+        let r = world.answer(&cx, purpose);
+        let out = world
+            .counter()
+            .message(&discbench::wire::Message::Assistant {
+                content: r.text.clone(),
+                tool_calls: r.calls.clone(),
+            });
+        let usage = json!({
+            "input_tokens": b.input - b.read - b.written,
+            "cache_read_input_tokens": b.read,
+            "cache_creation_input_tokens": b.written,
+            "output_tokens": out,
+        });
+        Reply::Json(200, vec![], provider::anthropic_answer(&r, usage))
+    })
+}
+
+const MODELS: &str = "models:\n  - name: claude\n    provider: anthropic\n    model: claude-test\n    prices: { input: 3.0, output: 15.0 }\n";
+
+/// Runs `scenario` under `mode` against `url` with the models file's `claude`.
+fn run(dir: &Path, scenario: &str, mode: &str, url: &str, extra: &[&str]) -> std::process::Output {
+    let models = dir.join("models.yaml");
+    std::fs::write(&models, MODELS).unwrap();
+    bin()
+        .args(["run", scenario, "--mode", mode, "--model", "claude"])
+        .arg("--models")
+        .arg(&models)
+        .args([
+            "--anthropic-base-url",
+            url,
+            "--run-id",
+            "x",
+            "--no-progress",
+        ])
+        .arg("--out")
+        .arg(dir)
+        .args(extra)
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn anthropic_requests_carry_breakpoints_and_the_measured_cache_equals_the_prediction() {
+    let scenario = "scenarios/mcp-reference.yaml";
+    let world = Arc::new(World::new(&[scenario], "progressive"));
+    let server = anthropic(
+        world,
+        Billing {
+            min: 0,
+            per_conversation: true,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run(tmp.path(), scenario, "progressive", &server.url, &[]));
+    let dir = tmp.path().join("x");
+    if let Ok(keep) = std::env::var("KEEP_RUN") {
+        let _ = std::fs::remove_dir_all(&keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        for f in ["outcomes.jsonl", "summary.md"] {
+            std::fs::copy(dir.join(f), Path::new(&keep).join(f)).unwrap();
+        }
+    }
+
+    // Every request: the last tool, the system prompt and the newest message's last
+    // block are breakpoints, with the TTL asked for; no more than four.
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        let b = &s.body;
+        let mark = json!({"type": "ephemeral", "ttl": "5m"});
+        let tools = b["tools"].as_array().unwrap();
+        assert_eq!(tools.last().unwrap()["cache_control"], mark);
+        assert!(tools[..tools.len() - 1]
+            .iter()
+            .all(|t| t.get("cache_control").is_none()));
+        assert_eq!(b["system"][0]["cache_control"], mark);
+        let last = b["messages"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            last["content"].as_array().unwrap().last().unwrap()["cache_control"],
+            mark
+        );
+        assert!(b.to_string().matches("cache_control").count() <= 4);
+    }
+
+    // The oracle's answers: every query exact. The provider's cache reads equal the
+    // prefix discbench predicts, request by request.
+    let os = outcomes(&dir);
+    assert_eq!(os.len(), 42);
+    let mut requests = 0;
+    let mut expected_cost = 0.0;
+    for o in &os {
+        assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
+        for t in o["turns"].as_array().unwrap() {
+            let u = &t["usage"];
+            assert_eq!(
+                u["cached_input"].as_u64().unwrap(),
+                t["cached_prefix"].as_u64().unwrap_or(0),
+                "{} turn {}",
+                o["query_id"],
+                t["turn"]
+            );
+            requests += 1;
+            let (input, read, write, out) = (
+                u["input"].as_u64().unwrap() as f64,
+                u["cached_input"].as_u64().unwrap() as f64,
+                u["cache_write"].as_u64().unwrap() as f64,
+                u["output"].as_u64().unwrap() as f64,
+            );
+            // Priced apart: reads 0.1×, 5-minute writes 1.25× the input price.
+            expected_cost +=
+                ((input - read - write) * 3.0 + read * 0.3 + write * 3.75 + out * 15.0) / 1e6;
+        }
+        let c = &o["cache"];
+        assert_eq!(c["read"], c["predicted"], "{}", o["query_id"]);
+    }
+    let summary: Value = serde_json::from_str(&read(&dir.join("summary.json"))).unwrap();
+    let g = &summary["groups"][0];
+    assert_eq!(g["cache"]["requests"].as_u64().unwrap(), requests);
+    assert_eq!(g["cache"]["ratio"], json!(1.0));
+    assert!(g["cache"]["read"].as_u64().unwrap() > 0);
+    let cost = g["cost_usd"]["total"].as_f64().unwrap();
+    assert!(
+        (cost - expected_cost).abs() < 1e-9,
+        "{cost} vs {expected_cost}"
+    );
+    assert!((g["cache"]["cost_reported"].as_f64().unwrap() - expected_cost).abs() < 1e-9);
+    // Writing what is not read costs the same as predicted, read for read.
+    assert!(
+        (g["cache"]["cost_predicted"].as_f64().unwrap() - expected_cost).abs() < 1e-9,
+        "{}",
+        g["cache"]
+    );
+    let md = read(&dir.join("summary.md"));
+    assert!(md.contains("## Prompt cache"), "{md}");
+    let run: Value = serde_json::from_str(&read(&dir.join("run.json"))).unwrap();
+    assert_eq!(
+        run["settings"]["prompt_cache"],
+        json!({"enabled": true, "ttl": "5m", "read_multiplier": 0.1, "write_multiplier": 1.25})
+    );
+}
+
+/// Where the provider's rules part from the prediction, the measure shows it: a
+/// prefix shorter than the model's minimum is not cached at all; a cache shared by
+/// every conversation serves the first request of an episode the tools and system
+/// prompt that another wrote, which discbench (within an episode) predicts as
+/// uncached. `--cache-ttl 1h` asks for the hour and prices writes at 2×.
+#[test]
+fn the_provider_rules_discbench_does_not_predict_show_in_the_measure() {
+    let scenario = "fixtures/snapshot/tiny.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    // A minimum of 2,048 tokens (Sonnet 4.6's, by the prompt-caching page): the tiny
+    // scenario's requests are all shorter, so nothing is read though discbench
+    // predicts a prefix for every second request.
+    let server = anthropic(
+        world.clone(),
+        Billing {
+            min: 2048,
+            per_conversation: true,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run(tmp.path(), scenario, "legacy", &server.url, &[]));
+    let os = outcomes(&tmp.path().join("x"));
+    let (cache_read, predicted): (u64, u64) = os
+        .iter()
+        .filter_map(|o| o.get("cache"))
+        .map(|c| {
+            (
+                c["read"].as_u64().unwrap(),
+                c["predicted"].as_u64().unwrap(),
+            )
+        })
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert_eq!(cache_read, 0);
+    assert!(predicted > 0);
+
+    // One cache for all conversations, one episode at a time: later episodes read
+    // the shared tools and system prompt on their first request.
+    let server = anthropic(
+        world,
+        Billing {
+            min: 0,
+            per_conversation: false,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run(
+        tmp.path(),
+        scenario,
+        "legacy",
+        &server.url,
+        &["--jobs", "1", "--cache-ttl", "1h"],
+    ));
+    let os = outcomes(&tmp.path().join("x"));
+    let first_reads = os
+        .iter()
+        .filter(|o| o["turns"][0]["usage"]["cached_input"].as_u64().unwrap() > 0)
+        .count();
+    assert!(first_reads >= os.len() - 1, "{first_reads} of {}", os.len());
+    assert!(os
+        .iter()
+        .all(|o| o["turns"][0]["cached_prefix"].as_u64().unwrap_or(0) == 0));
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(seen
+        .iter()
+        .all(|s| s.body["system"][0]["cache_control"]["ttl"] == "1h"));
+    let run: Value = serde_json::from_str(&read(&tmp.path().join("x/run.json"))).unwrap();
+    assert_eq!(
+        run["settings"]["prompt_cache"]["write_multiplier"],
+        json!(2.0)
+    );
+}
+
+#[test]
+fn prompt_cache_off_sends_no_breakpoint() {
+    let scenario = "fixtures/snapshot/tiny.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    let server = anthropic(
+        world,
+        Billing {
+            min: 0,
+            per_conversation: true,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run(
+        tmp.path(),
+        scenario,
+        "legacy",
+        &server.url,
+        &["--prompt-cache", "off"],
+    ));
+    let seen = server.seen.lock().unwrap().clone();
+    assert!(!seen.is_empty());
+    for s in &seen {
+        assert!(!s.body.to_string().contains("cache_control"), "{}", s.body);
+        assert!(s.body["system"].is_string());
+    }
+    let run: Value = serde_json::from_str(&read(&tmp.path().join("x/run.json"))).unwrap();
+    assert_eq!(run["settings"]["prompt_cache"]["enabled"], json!(false));
+}

@@ -1,0 +1,656 @@
+//! A provider played locally: requests in a provider's documented wire shape are read
+//! back into the context discbench sent, answered as discbench's oracle would answer
+//! that context (the episode is replayed through the mode's own composite to rebuild
+//! its state, so the oracle sees what it would have seen in-process), and billed as
+//! the provider documents its prompt cache:
+//!
+//! - Anthropic (Messages API, Prompt caching page, read 2026-11-25): an entry is
+//!   written only at a `cache_control` breakpoint, for a prefix of at least the
+//!   model's minimum length; a breakpoint reads the longest earlier entry that ends
+//!   at most 20 content blocks before it; `input_tokens` is the uncached rest,
+//!   reported beside `cache_read_input_tokens` and `cache_creation_input_tokens`.
+//! - OpenAI (Prompt caching guide, read 2026-11-25): automatic for a prompt of at
+//!   least 1,024 tokens, in prefix order (tools, instructions, messages), hits in
+//!   128-token increments; `input_tokens` includes `cached_tokens`.
+//!
+//! Tokens are counted with discbench's own counter over the same pieces its ledger
+//! counts (each tool's wire JSON, the system prompt, each message), so that where the
+//! emulation follows a documented rule that discbench's prediction also follows, the
+//! two must agree exactly; where a rule differs (a minimum length, the lookback, the
+//! 128-token increments) the tests say so.
+
+// Each test file uses part of it.
+#![allow(dead_code)]
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use discbench::environment::Databases;
+use discbench::model::backend::{Backend, GroundTruth, Purpose, Request};
+use discbench::model::oracle::Oracle;
+use discbench::record::OutcomeKey;
+use discbench::runner::tally::Tally;
+use discbench::runner::{Plan, RunConfig};
+use discbench::scenario::{self, Scenario};
+use discbench::strategy::{selection, Composite, Level, Mode, ProtocolConfig, Templates};
+use discbench::tokens::{Counter, Encoding, Ledger};
+use discbench::wire::{Context, Message, Response, ToolCall, ToolDef};
+
+/// The wire shape a request came in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Anthropic,
+    Chat,
+}
+
+/// One unit of the plan: a scenario view under the mode, with its queries.
+struct Unit {
+    composite: Arc<Composite>,
+    scenario: Arc<Scenario>,
+    databases: Arc<Databases>,
+    queries: Vec<usize>,
+}
+
+/// The scenarios under one mode, as a run of them would render them.
+pub struct World {
+    units: Vec<Unit>,
+    counter: Counter,
+    mode: String,
+    /// The selection request's user message → (unit, query), for each query whose
+    /// unit runs the selection step.
+    selection: HashMap<String, (usize, usize)>,
+}
+
+impl World {
+    /// `scenarios` (files) under `mode` (a preset or spec), rendered as a run with
+    /// default settings renders them.
+    pub fn new(scenarios: &[&str], mode: &str) -> World {
+        let scs: Vec<Scenario> = scenarios
+            .iter()
+            .map(|p| scenario::load(Path::new(p)).unwrap_or_else(|e| panic!("{p}: {e}")))
+            .collect();
+        let counter = Counter::new(Encoding::O200kBase);
+        let cfg = RunConfig {
+            run_id: "provider".into(),
+            scenario_paths: Vec::new(),
+            modes: vec![Mode::parse(mode).unwrap()],
+            models: vec!["oracle".into()],
+            repeat: 1,
+            max_turns: discbench::runner::DEFAULT_MAX_TURNS,
+            protocol: ProtocolConfig::default(),
+            templates: Arc::new(Templates::builtin()),
+            templates_dir: None,
+        };
+        let plan = Plan::build(&scs, &cfg, &counter).unwrap();
+        let mut units: Vec<Unit> = Vec::new();
+        let mut index: HashMap<usize, usize> = HashMap::new();
+        for item in &plan.items {
+            let at = *index.entry(item.unit).or_insert_with(|| {
+                let u = plan.units[item.unit].get(&counter);
+                let run = &plan.scenarios[u.scenario];
+                units.push(Unit {
+                    composite: u.composite.clone(),
+                    scenario: run.scenario.clone(),
+                    databases: run.databases.clone(),
+                    queries: Vec::new(),
+                });
+                units.len() - 1
+            });
+            units[at].queries.push(item.query);
+        }
+        let mut selection = HashMap::new();
+        for (i, u) in units.iter().enumerate() {
+            if !u.composite.selection_applies() {
+                continue;
+            }
+            for &q in &u.queries {
+                let text = &u.scenario.queries[q].text;
+                let cx = u.composite.selection_context(text, Level::Forced).unwrap();
+                selection.insert(user_text(&cx.messages), (i, q));
+            }
+        }
+        World {
+            units,
+            counter,
+            mode: mode.to_string(),
+            selection,
+        }
+    }
+
+    pub fn counter(&self) -> &Counter {
+        &self.counter
+    }
+
+    /// The unit and query a context belongs to.
+    fn find(&self, cx: &Context, purpose: Purpose) -> (usize, usize) {
+        if let Purpose::Select { .. } = purpose {
+            return *self
+                .selection
+                .get(&user_text(&cx.messages))
+                .expect("a selection request of a known query");
+        }
+        let query = cx.query();
+        self.units
+            .iter()
+            .enumerate()
+            .filter(|(_, u)| u.composite.system() == cx.system)
+            .find_map(|(i, u)| {
+                u.queries
+                    .iter()
+                    .find(|&&q| u.scenario.queries[q].text == query)
+                    .map(|&q| (i, q))
+            })
+            .unwrap_or_else(|| panic!("no query `{query}` under this system prompt"))
+    }
+
+    /// What the oracle answers to `cx`: the episode so far replayed through the mode's
+    /// composite (selection step, retrieval, every call in order), then the oracle
+    /// asked with that state.
+    pub fn answer(&self, cx: &Context, purpose: Purpose) -> Response {
+        let (u, q) = self.find(cx, purpose);
+        let unit = &self.units[u];
+        let comp = &unit.composite;
+        let query = &unit.scenario.queries[q];
+        let mut state = comp.new_state();
+        let oracle = |state: discbench::strategy::State| {
+            let truth = GroundTruth {
+                expect: query.expect.clone(),
+                protocol: comp.clone(),
+                state: Arc::new(Mutex::new(state)),
+            };
+            let key = OutcomeKey {
+                scenario: unit.scenario.name.clone(),
+                query_id: query.id.clone(),
+                mode: self.mode.clone(),
+                model: "oracle".into(),
+                repeat: 0,
+            };
+            Oracle.open(&key, Some(truth))
+        };
+        if let Purpose::Select { .. } = purpose {
+            let mut session = oracle(state);
+            return block_on(session.respond(&Request {
+                purpose: Purpose::Select {
+                    max: comp.selection_config().max,
+                },
+                context: cx,
+            }))
+            .unwrap()
+            .response;
+        }
+        if comp.selection_applies() {
+            let picked = match comp.selection_shortcut(&query.text) {
+                Some(p) => Some(p),
+                None => {
+                    let scx = comp.selection_context(&query.text, Level::Forced).unwrap();
+                    let mut session = oracle(comp.new_state());
+                    let a = block_on(session.respond(&Request {
+                        purpose: Purpose::Select {
+                            max: comp.selection_config().max,
+                        },
+                        context: &scx,
+                    }))
+                    .unwrap();
+                    selection::answer_object(&a.response).map(|o| selection::names_in(&o))
+                }
+            };
+            comp.apply_selection(&mut state, picked.as_deref());
+        }
+        comp.at_query(&query.text, &mut state);
+        let mut tally = Tally::new(comp);
+        let mut ledger = Ledger::default();
+        let mut turn = 0;
+        for m in &cx.messages {
+            if let Message::Assistant { tool_calls, .. } = m {
+                turn += 1;
+                let seen: Vec<String> = state.loaded_skills.iter().cloned().collect();
+                for call in tool_calls {
+                    tally.call(
+                        comp,
+                        &mut state,
+                        &unit.databases,
+                        &self.counter,
+                        &mut ledger,
+                        call,
+                        turn,
+                        seen.clone(),
+                    );
+                }
+            }
+        }
+        let mut session = oracle(state);
+        let mut r = block_on(session.respond(&Request {
+            purpose,
+            context: cx,
+        }))
+        .unwrap()
+        .response;
+        // Ids unique in the conversation, as a provider's are.
+        for (i, c) in r.calls.iter_mut().enumerate() {
+            c.id = format!("toolu_{turn}_{i}");
+        }
+        r
+    }
+}
+
+/// The text of the first user message.
+fn user_text(messages: &[Message]) -> String {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Runs a future to completion on this thread (the oracle never waits).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// The context a Messages API request carries, and why it was sent (a forced tool is
+/// the selection step's).
+pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
+    let system = match &body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    let tools: Vec<ToolDef> = body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| ToolDef {
+                    name: t["name"].as_str().unwrap().to_string(),
+                    description: t["description"].as_str().unwrap_or("").to_string(),
+                    parameters: t["input_schema"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let forced = body["tool_choice"]["name"].as_str().map(str::to_string);
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut messages = Vec::new();
+    for m in body["messages"].as_array().unwrap() {
+        let blocks: Vec<Value> = match &m["content"] {
+            Value::String(s) => vec![json!({"type": "text", "text": s})],
+            Value::Array(b) => b.clone(),
+            _ => Vec::new(),
+        };
+        if m["role"] == "assistant" {
+            let text: String = blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect();
+            let calls: Vec<ToolCall> = blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_use")
+                .map(|b| {
+                    let id = b["id"].as_str().unwrap().to_string();
+                    let name = b["name"].as_str().unwrap().to_string();
+                    names.insert(id.clone(), name.clone());
+                    ToolCall {
+                        id,
+                        name,
+                        arguments: b["input"].to_string(),
+                    }
+                })
+                .collect();
+            messages.push(Message::Assistant {
+                content: (!text.is_empty()).then_some(text),
+                tool_calls: calls,
+            });
+        } else {
+            for b in &blocks {
+                if b["type"] == "tool_result" {
+                    let id = b["tool_use_id"].as_str().unwrap().to_string();
+                    let content = match &b["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    messages.push(Message::Tool {
+                        name: names.get(&id).cloned().unwrap_or_default(),
+                        tool_call_id: id,
+                        content,
+                    });
+                } else if b["type"] == "text" {
+                    messages.push(Message::User {
+                        content: b["text"].as_str().unwrap().to_string(),
+                    });
+                }
+            }
+        }
+    }
+    let purpose = match &forced {
+        Some(_) => Purpose::Select { max: 6 },
+        None => Purpose::Act,
+    };
+    (
+        Context {
+            system,
+            tools: tools.into(),
+            tool_choice: forced,
+            json_mode: false,
+            messages,
+        },
+        purpose,
+    )
+}
+
+/// A Messages API answer for `r`, with `usage`.
+pub fn anthropic_answer(r: &Response, usage: Value) -> Value {
+    let mut content = Vec::new();
+    if let Some(t) = &r.text {
+        content.push(json!({"type": "text", "text": t}));
+    }
+    for c in &r.calls {
+        let input: Value = serde_json::from_str(&c.arguments).unwrap_or(json!({}));
+        content.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+    }
+    json!({
+        "id": "msg_local",
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": if r.calls.is_empty() { "end_turn" } else { "tool_use" },
+        "usage": usage,
+    })
+}
+
+/// One piece of a request in cache order, with what the ledger counts of it.
+#[derive(Debug, Clone)]
+pub struct Piece {
+    pub hash: u64,
+    pub tokens: usize,
+    /// Content blocks it is sent as.
+    pub blocks: usize,
+}
+
+fn hash_of<T: Hash + ?Sized>(x: &T) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    x.hash(&mut h);
+    h.finish()
+}
+
+/// The pieces of `cx` in cache order (tools, system prompt, messages), counted as
+/// discbench's ledger counts them.
+pub fn pieces(cx: &Context, counter: &Counter) -> Vec<Piece> {
+    let mut out: Vec<Piece> = cx
+        .tools
+        .iter()
+        .map(|t| {
+            let text = t.wire_json();
+            Piece {
+                hash: hash_of(&text),
+                tokens: counter.count(&text),
+                blocks: 1,
+            }
+        })
+        .collect();
+    out.push(Piece {
+        hash: hash_of(&cx.system),
+        tokens: counter.count(&cx.system),
+        blocks: 1,
+    });
+    for m in &cx.messages {
+        let blocks = match m {
+            Message::Assistant {
+                content,
+                tool_calls,
+            } => usize::from(content.is_some()) + tool_calls.len(),
+            _ => 1,
+        };
+        out.push(Piece {
+            hash: hash_of(m),
+            tokens: counter.message(m),
+            blocks,
+        });
+    }
+    out
+}
+
+/// What a provider's cache did with one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Billed {
+    /// Every input token.
+    pub input: usize,
+    pub read: usize,
+    pub written: usize,
+}
+
+/// Anthropic's prompt cache, as its docs describe it.
+pub struct AnthropicCache {
+    /// The model's minimum cacheable prefix.
+    pub min: usize,
+    /// How many content blocks a breakpoint looks back for an earlier entry.
+    pub lookback: usize,
+    entries: Mutex<HashSet<u64>>,
+}
+
+impl AnthropicCache {
+    pub fn new(min: usize) -> AnthropicCache {
+        AnthropicCache {
+            min,
+            lookback: 20,
+            entries: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Bills a request of `pieces` whose breakpoints end the pieces at `marks`.
+    pub fn bill(&self, pieces: &[Piece], marks: &[usize]) -> Billed {
+        let mut prefix = Vec::with_capacity(pieces.len());
+        let (mut h, mut t) = (0u64, 0usize);
+        for p in pieces {
+            h = hash_of(&(h, p.hash));
+            t += p.tokens;
+            prefix.push((h, t));
+        }
+        let total = t;
+        let mut entries = self.entries.lock().unwrap();
+        let mut read = 0;
+        for &b in marks {
+            let mut blocks = 0;
+            let mut j = b as isize;
+            while j >= 0 && blocks <= self.lookback {
+                let at = j as usize;
+                if entries.contains(&prefix[at].0) {
+                    read = read.max(prefix[at].1);
+                    break;
+                }
+                blocks += pieces[at].blocks;
+                j -= 1;
+            }
+        }
+        let mut written = 0;
+        for &b in marks {
+            let (hash, tokens) = prefix[b];
+            if tokens >= self.min && tokens > read && entries.insert(hash) {
+                written = written.max(tokens - read);
+            }
+        }
+        Billed {
+            input: total,
+            read,
+            written,
+        }
+    }
+}
+
+/// The pieces a Messages request's breakpoints end: indices into [`pieces`].
+pub fn anthropic_marks(body: &Value, cx: &Context) -> Vec<usize> {
+    let mut marks = Vec::new();
+    let tools = body["tools"].as_array().map_or(0, Vec::len);
+    if let Some(ts) = body["tools"].as_array() {
+        for (i, t) in ts.iter().enumerate() {
+            if t.get("cache_control").is_some() {
+                marks.push(i);
+            }
+        }
+    }
+    if body["system"]
+        .as_array()
+        .is_some_and(|b| b.iter().any(|x| x.get("cache_control").is_some()))
+    {
+        marks.push(tools);
+    }
+    // A mark on a message's block ends that message's pieces: find the discbench
+    // message the marked block belongs to (messages are in order, one piece each).
+    let mut piece = tools + 1;
+    for m in body["messages"].as_array().unwrap() {
+        let blocks: Vec<Value> = match &m["content"] {
+            Value::Array(b) => b.clone(),
+            other => vec![other.clone()],
+        };
+        if m["role"] == "assistant" {
+            if blocks.iter().any(|b| b.get("cache_control").is_some()) {
+                marks.push(piece);
+            }
+            piece += 1;
+        } else {
+            for b in &blocks {
+                if b.get("cache_control").is_some() {
+                    marks.push(piece);
+                }
+                piece += 1;
+            }
+        }
+    }
+    debug_assert_eq!(piece, tools + 1 + cx.messages.len());
+    marks
+}
+
+/// OpenAI's automatic prompt cache, as its docs describe it.
+pub struct OpenAiCache {
+    pub min: usize,
+    pub increment: usize,
+    seen: Mutex<HashSet<u64>>,
+}
+
+impl OpenAiCache {
+    pub fn new() -> OpenAiCache {
+        OpenAiCache {
+            min: 1024,
+            increment: 128,
+            seen: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Bills a request: the longest prefix (at a piece boundary) an earlier request
+    /// held, when the prompt is long enough, in whole increments.
+    pub fn bill(&self, pieces: &[Piece]) -> Billed {
+        let mut seen = self.seen.lock().unwrap();
+        let (mut h, mut t) = (0u64, 0usize);
+        let mut read = 0;
+        let mut prefixes = Vec::new();
+        for p in pieces {
+            h = hash_of(&(h, p.hash));
+            t += p.tokens;
+            if seen.contains(&h) {
+                read = t;
+            }
+            prefixes.push(h);
+        }
+        seen.extend(prefixes);
+        let read = if t >= self.min {
+            read / self.increment * self.increment
+        } else {
+            0
+        };
+        Billed {
+            input: t,
+            read,
+            written: 0,
+        }
+    }
+}
+
+impl Default for OpenAiCache {
+    fn default() -> Self {
+        OpenAiCache::new()
+    }
+}
+
+/// A Chat Completions request's context.
+pub fn chat_context(body: &Value) -> (Context, Purpose) {
+    let msgs = body["messages"].as_array().unwrap();
+    let system = msgs
+        .iter()
+        .find(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let tools: Vec<ToolDef> = body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .map(|t| ToolDef {
+                    name: t["function"]["name"].as_str().unwrap().to_string(),
+                    description: t["function"]["description"]
+                        .as_str()
+                        .unwrap_or("")
+                        .to_string(),
+                    parameters: t["function"]["parameters"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let forced = body["tool_choice"]["function"]["name"]
+        .as_str()
+        .map(str::to_string);
+    let messages = msgs
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| match m["role"].as_str().unwrap() {
+            "user" => Message::User {
+                content: m["content"].as_str().unwrap().to_string(),
+            },
+            "tool" => Message::Tool {
+                tool_call_id: m["tool_call_id"].as_str().unwrap().to_string(),
+                name: m["name"].as_str().unwrap_or("").to_string(),
+                content: m["content"].as_str().unwrap().to_string(),
+            },
+            _ => Message::Assistant {
+                content: m["content"].as_str().map(str::to_string),
+                tool_calls: m["tool_calls"]
+                    .as_array()
+                    .map(|cs| {
+                        cs.iter()
+                            .map(|c| ToolCall {
+                                id: c["id"].as_str().unwrap().to_string(),
+                                name: c["function"]["name"].as_str().unwrap().to_string(),
+                                arguments: c["function"]["arguments"].as_str().unwrap().to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            },
+        })
+        .collect();
+    let purpose = match &forced {
+        Some(_) => Purpose::Select { max: 6 },
+        None => Purpose::Act,
+    };
+    (
+        Context {
+            system,
+            tools: tools.into(),
+            tool_choice: forced,
+            json_mode: false,
+            messages,
+        },
+        purpose,
+    )
+}
