@@ -98,18 +98,21 @@ pub enum ProtocolError {
     NotLoaded,
     /// A tool held back behind tool search or retrieval that no search surfaced.
     NotSurfaced,
+    /// `allowed=on`: a tool whose definition was sent but that may not be called yet.
+    NotAllowed,
     /// A refusal a strategy defines, counted under its name.
     Defined(Event),
 }
 
 impl ProtocolError {
     /// The refusals every mode can give, by name.
-    const COMMON: [(ProtocolError, &'static str); 5] = [
+    const COMMON: [(ProtocolError, &'static str); 6] = [
         (ProtocolError::UnknownTarget, "unknown_target"),
         (ProtocolError::BadSubcommand, "bad_subcommand"),
         (ProtocolError::SchemaViolation, "schema_violation"),
         (ProtocolError::NotLoaded, "not_loaded"),
         (ProtocolError::NotSurfaced, "not_surfaced"),
+        (ProtocolError::NotAllowed, "not_allowed"),
     ];
 
     /// Its counter's name.

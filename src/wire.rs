@@ -73,6 +73,9 @@ pub struct Context {
     /// step's second level).
     pub json_mode: bool,
     pub messages: Vec<Message>,
+    /// The tools that may be called, when a mode limits them without changing the tool
+    /// list (`allowed-tools`): the Responses API's `allowed_tools`; `None` = any.
+    pub allowed: Option<Vec<String>>,
 }
 
 impl Context {

@@ -301,3 +301,147 @@ fn prompt_cache_off_sends_no_breakpoint() {
     let run: Value = serde_json::from_str(&read(&tmp.path().join("x/run.json"))).unwrap();
     assert_eq!(run["settings"]["prompt_cache"]["enabled"], json!(false));
 }
+
+/// A Responses API that answers as the oracle would, with OpenAI's automatic cache
+/// emulated, one cache per `prompt_cache_key`.
+fn responses(world: Arc<World>) -> support::server::Server {
+    let caches: Arc<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<provider::OpenAiCache>>>,
+    > = Default::default();
+    serve(move |s: &Seen, _| {
+        assert_eq!(s.path, "/v1/responses");
+        let (cx, purpose) = provider::responses_context(&s.body);
+        let key = s.body["prompt_cache_key"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let cache = caches.lock().unwrap().entry(key).or_default().clone();
+        let b = cache.bill(&provider::pieces(&cx, world.counter()));
+        let r = world.answer(&cx, purpose);
+        let out = world
+            .counter()
+            .message(&discbench::wire::Message::Assistant {
+                content: r.text.clone(),
+                tool_calls: r.calls.clone(),
+            });
+        let usage = json!({
+            "input_tokens": b.input,
+            "input_tokens_details": {"cached_tokens": b.read},
+            "output_tokens": out,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": b.input + out,
+        });
+        Reply::Json(200, vec![], provider::responses_answer(&r, usage))
+    })
+}
+
+/// The Responses API: the whole conversation in `input` (store off), flat function
+/// tools, one `prompt_cache_key` per conversation; every query exact, and the cache
+/// OpenAI documents (automatic from 1,024 tokens, in 128-token steps) reads the
+/// predicted prefix rounded down to its step.
+#[test]
+fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_token_steps() {
+    let scenario = "scenarios/mcp-reference.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    let server = responses(world);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["run", scenario, "--mode", "legacy"])
+        .args(["--model", "openai-responses:gpt-test"])
+        .args(["--openai-base-url", &format!("{}/v1", server.url)])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    ok(&o);
+    let seen = server.seen.lock().unwrap().clone();
+    let mut keys: std::collections::HashMap<String, String> = Default::default();
+    for s in &seen {
+        let b = &s.body;
+        assert_eq!(b["store"], json!(false));
+        assert_eq!(b["model"], json!("gpt-test"));
+        assert!(b["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["type"] == "function" && t["name"].is_string()));
+        // One key per conversation, the same on each of its requests.
+        let first = b["input"][0]["content"].as_str().unwrap().to_string();
+        let key = b["prompt_cache_key"].as_str().unwrap().to_string();
+        assert_eq!(keys.entry(first).or_insert_with(|| key.clone()), &key);
+    }
+    let distinct: std::collections::HashSet<&String> = keys.values().collect();
+    assert_eq!(distinct.len(), keys.len(), "conversations share no key");
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), 42);
+    let mut rounded = 0;
+    for o in &os {
+        assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
+        for t in o["turns"].as_array().unwrap() {
+            let predicted = t["cached_prefix"].as_u64().unwrap_or(0);
+            let request = t["request_tokens"].as_u64().unwrap();
+            let read = t["usage"]["cached_input"].as_u64().unwrap();
+            let expected = if request >= 1024 {
+                predicted / 128 * 128
+            } else {
+                0
+            };
+            assert_eq!(read, expected, "{} turn {}", o["query_id"], t["turn"]);
+            rounded += usize::from(read != predicted);
+        }
+    }
+    assert!(rounded > 0, "some prefix falls between two steps");
+}
+
+/// `allowed-tools` on the Responses API: every request of a conversation sends the
+/// same tool list, and what may be called goes in `tool_choice` as `allowed_tools`;
+/// every query exact.
+#[test]
+fn allowed_tools_reach_the_responses_api_and_the_tool_list_never_changes() {
+    let scenario = "scenarios/mcp-reference.yaml";
+    let world = Arc::new(World::new(&[scenario], "allowed-tools"));
+    let server = responses(world);
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&bin()
+        .args(["run", scenario, "--mode", "allowed-tools"])
+        .args(["--model", "openai-responses:gpt-test"])
+        .args(["--openai-base-url", &format!("{}/v1", server.url)])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap());
+    let seen = server.seen.lock().unwrap().clone();
+    let mut lists: std::collections::HashMap<String, Value> = Default::default();
+    let mut limited = 0;
+    for s in &seen {
+        let b = &s.body;
+        if b["tool_choice"]["type"] == "function" {
+            continue; // the selection step's own request
+        }
+        // "auto" where the selection step kept every tool (nothing is limited).
+        if b["tool_choice"] != json!("auto") {
+            assert_eq!(
+                b["tool_choice"]["type"],
+                json!("allowed_tools"),
+                "{}",
+                b["tool_choice"]
+            );
+            assert_eq!(b["tool_choice"]["mode"], json!("auto"));
+            let allowed = b["tool_choice"]["tools"].as_array().unwrap();
+            assert!(allowed.len() < b["tools"].as_array().unwrap().len());
+            limited += 1;
+        }
+        let key = b["prompt_cache_key"].as_str().unwrap().to_string();
+        let list = lists.entry(key).or_insert_with(|| b["tools"].clone());
+        assert_eq!(
+            list, &b["tools"],
+            "the tool list changed within a conversation"
+        );
+    }
+    assert!(limited > 0);
+    for o in outcomes(&tmp.path().join("x")) {
+        assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
+    }
+}

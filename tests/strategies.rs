@@ -85,6 +85,7 @@ fn oracle_is_exact_on_every_query_under_every_new_strategy() {
             "tool-search,search=regex,results=3",
             "tool-search,placement=sorted",
             "retrieval",
+            "allowed-tools",
         ] {
             let plan = plan(sc, mode, "oracle", &counter);
             for q in 0..sc.queries.len() {
@@ -548,4 +549,50 @@ fn every_strategys_events_are_listed() {
     }
     // A mode counts only what its strategies define.
     assert!(composite(&sc, "legacy").events().is_empty());
+}
+
+/// `allowed-tools`: every definition in every request (one list, so a provider's cache
+/// never breaks on it), the selection step's pick what may be called; a call outside it
+/// is refused as `not_allowed`, and `request_tools` allows more without changing the
+/// list.
+#[test]
+fn allowed_tools_sends_every_definition_and_refuses_calls_outside_the_pick() {
+    let sc = scenario::load(Path::new("scenarios/mcp-reference.yaml")).unwrap();
+    let comp = composite(&sc, "allowed-tools");
+    assert!(comp.selection_applies());
+    let dbs = Databases::build(&sc.catalog).unwrap();
+    let direct: Vec<String> = comp
+        .all_tools()
+        .iter()
+        .filter(|t| comp.address_of(&t.name).is_some())
+        .map(|t| t.name.clone())
+        .collect();
+    let (picked, other) = (direct[0].clone(), direct[1].clone());
+    let mut st = comp.new_state();
+    comp.apply_selection(&mut st, Some(std::slice::from_ref(&picked)));
+    let before = comp.visible_tools(&st);
+    assert_eq!(before.len(), comp.all_tools().len() + 1);
+    assert_eq!(before.last().unwrap().name, "request_tools");
+    let cx = comp.context(&st, &[]);
+    let allowed = cx.allowed.clone().unwrap();
+    assert!(allowed.contains(&picked) && !allowed.contains(&other));
+    assert!(allowed.contains(&"request_tools".to_string()));
+
+    let r = comp.resolve(&call(&other, json!({})), &mut st, &dbs);
+    assert_eq!(error_of(&r), Some(ProtocolError::NotAllowed));
+    let r = comp.resolve(
+        &call("request_tools", json!({"tool_names": [other]})),
+        &mut st,
+        &dbs,
+    );
+    assert!(matches!(r.effect, Effect::Fetched { ref addresses, .. } if addresses.is_empty()));
+    let after = comp.visible_tools(&st);
+    assert!(Arc::ptr_eq(&before, &after), "the list never changes");
+    assert!(comp.context(&st, &[]).allowed.unwrap().contains(&other));
+    let r = comp.resolve(&call(&other, json!({})), &mut st, &dbs);
+    assert!(matches!(r.effect, Effect::Executed { .. }), "{}", r.content);
+    // Every definition is shown from the start: no call to an allowed tool is blind.
+    assert!(matches!(r.effect, Effect::Executed { blind: false, .. }));
+    assert!(discbench::strategy::Mode::parse("allowed-tools,selection=off").is_err());
+    assert!(discbench::strategy::Mode::parse("tool-search,allowed=on").is_err());
 }

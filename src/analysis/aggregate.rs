@@ -104,6 +104,7 @@ struct LineProtocol {
     schema_violation: u32,
     not_loaded: u32,
     not_surfaced: u32,
+    not_allowed: u32,
     /// Per [`DEFINED`] event, in its order.
     defined: [u32; DEFINED.len()],
     unloaded_calls: u32,
@@ -143,6 +144,7 @@ impl<'de> Deserialize<'de> for LineProtocol {
                         "schema_violation" => &mut p.schema_violation,
                         "not_loaded" => &mut p.not_loaded,
                         "not_surfaced" => &mut p.not_surfaced,
+                        "not_allowed" => &mut p.not_allowed,
                         "unloaded_calls" => &mut p.unloaded_calls,
                         "repeat_call" => &mut p.repeat_call,
                         "overfetch" => &mut p.overfetch,
@@ -206,6 +208,7 @@ impl Batch {
             + p.schema_violation
             + p.not_loaded
             + p.not_surfaced
+            + p.not_allowed
             + defined_errors
             + p.empty_answers
             + p.text_calls
@@ -221,6 +224,7 @@ impl Batch {
             ("schema_violation", p.schema_violation),
             ("not_loaded", p.not_loaded),
             ("not_surfaced", p.not_surfaced),
+            ("not_allowed", p.not_allowed),
             ("unloaded_calls", p.unloaded_calls),
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),

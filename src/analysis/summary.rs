@@ -11,13 +11,14 @@ use super::stats::{PassK, Rate};
 /// is reported, each with its Wilson interval: the common ones, with the counters
 /// strategies define ([`crate::strategy::defined::DEFINED`]) after `not_surfaced`.
 pub fn protocol_rates() -> Vec<&'static str> {
-    const BEFORE: [&str; 6] = [
+    const BEFORE: [&str; 7] = [
         "blind_calls",
         "unknown_target",
         "bad_subcommand",
         "schema_violation",
         "not_loaded",
         "not_surfaced",
+        "not_allowed",
     ];
     const AFTER: [&str; 8] = [
         "unloaded_calls",

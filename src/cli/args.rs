@@ -250,7 +250,8 @@ pub struct RunArgs {
     pub common: Common,
     /// Models (repeatable): `oracle` (follows the expectation through each protocol),
     /// `lexical` (BM25 over what the context shows), `openai:MODEL` (an
-    /// OpenAI-compatible API; OPENAI_API_KEY, OPENAI_BASE_URL), `anthropic:MODEL`
+    /// OpenAI-compatible API; OPENAI_API_KEY, OPENAI_BASE_URL), `openai-responses:MODEL`
+    /// (OpenAI's Responses API, same key and base URL), `anthropic:MODEL`
     /// (ANTHROPIC_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
     /// name from the models file [default: oracle and lexical]
     #[arg(long = "model", value_name = "MODEL")]

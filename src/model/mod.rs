@@ -21,6 +21,7 @@ pub mod openai;
 pub mod oracle;
 pub mod prices;
 pub mod replay;
+pub mod responses;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +39,7 @@ pub use prices::Prices;
 /// A `--model` value that names no backend, or one that cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownModel {
-    #[error("unknown model `{0}`; available: oracle, lexical, openai:<model>, anthropic:<model>, or a name from --models")]
+    #[error("unknown model `{0}`; available: oracle, lexical, openai:<model>, openai-responses:<model>, anthropic:<model>, or a name from --models")]
     Name(String),
     #[error("model `{name}`: {message}")]
     Setup { name: String, message: String },
@@ -98,7 +99,7 @@ pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, Unkn
     match spec.split_once(':') {
         None if spec == "oracle" => Ok(Arc::new(oracle::Oracle)),
         None if spec == "lexical" => Ok(Arc::new(lexical::Lexical)),
-        Some((p @ ("openai" | "anthropic"), model)) if !model.is_empty() => {
+        Some((p @ ("openai" | "anthropic" | "openai-responses"), model)) if !model.is_empty() => {
             let entry = direct_entry(spec, p, model, o);
             entry_backend(&entry, o).map_err(setup)
         }
@@ -108,10 +109,10 @@ pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, Unkn
 
 /// The entry `openai:<model>` / `anthropic:<model>` stands for.
 fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> Entry {
-    let provider = if provider == "anthropic" {
-        Provider::Anthropic
-    } else {
-        Provider::Openai
+    let provider = match provider {
+        "anthropic" => Provider::Anthropic,
+        "openai-responses" => Provider::OpenaiResponses,
+        _ => Provider::Openai,
     };
     Entry {
         name: name.to_string(),
@@ -134,7 +135,7 @@ fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> En
 /// the key from `api_key_env`, else `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
 pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
     let (flag, url_var, key_var, default) = match entry.provider {
-        Provider::Openai => (
+        Provider::Openai | Provider::OpenaiResponses => (
             &o.openai_base_url,
             "OPENAI_BASE_URL",
             "OPENAI_API_KEY",
@@ -184,6 +185,9 @@ pub fn entry_backend(entry: &Entry, o: &ModelOptions) -> Result<Arc<dyn Backend>
     let backend: Arc<dyn Backend> = match entry.provider {
         Provider::Openai => Arc::new(OpenAi::new(openai::ChatCompletions, e)?),
         Provider::Anthropic => Arc::new(Anthropic::new(anthropic::Messages, e)?),
+        Provider::OpenaiResponses => {
+            Arc::new(responses::OpenAiResponses::new(responses::Responses, e)?)
+        }
     };
     let limits = Limits {
         requests_per_minute: entry.requests_per_minute.or(o.limits.requests_per_minute),

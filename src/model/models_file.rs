@@ -4,7 +4,7 @@
 //! ```yaml
 //! models:
 //!   - name: gpt4o                     # what --model picks and outcomes carry
-//!     provider: openai                # openai | anthropic
+//!     provider: openai                # openai | anthropic | openai-responses
 //!     model: gpt-4o-2024-08-06
 //!     base_url: https://api.openai.com/v1   # optional: the provider's default
 //!     api_key_env: OPENAI_API_KEY     # the NAME of the variable holding the key
@@ -31,6 +31,9 @@ use super::prices::Prices;
 pub enum Provider {
     Openai,
     Anthropic,
+    /// OpenAI's Responses API (`openai-responses` in the file).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
 }
 
 /// One named endpoint.

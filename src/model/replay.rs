@@ -45,6 +45,10 @@ pub struct Digest {
     pub tool_count: usize,
     /// Per message: `role:hash`.
     pub messages: Vec<String>,
+    /// A hash of the tools that may be called, when a mode limits them without
+    /// changing the list (`allowed-tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed: Option<String>,
 }
 
 /// The answer as recorded.
@@ -109,6 +113,7 @@ pub fn digest(purpose: Purpose, cx: &Context, parameters: serde_json::Value) -> 
                 format!("{role}:{}", h(&text))
             })
             .collect(),
+        allowed: cx.allowed.as_ref().map(|a| h(&a.join("\n"))),
     }
 }
 

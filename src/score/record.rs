@@ -113,6 +113,10 @@ pub struct Protocol {
     /// Calls of tools held back that no search surfaced (tool search, retrieval).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_surfaced: usize,
+    /// `allowed=on`: calls of tools whose definition was sent but that may not be
+    /// called yet (the selection step did not load them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_allowed: usize,
     /// The counters strategies define (searches, resource reads, the MCP Progressive
     /// Disclosure refusals…), by name; none at zero. Earlier lines wrote the same
     /// names as fields, so they read back here unchanged.
@@ -155,6 +159,7 @@ impl Protocol {
             + self.schema_violation
             + self.not_loaded
             + self.not_surfaced
+            + self.not_allowed
             + self
                 .defined
                 .iter()
@@ -205,7 +210,11 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
         if c.unloaded
             && !matches!(
                 c.error,
-                Some(ProtocolError::NotLoaded | ProtocolError::NotSurfaced)
+                Some(
+                    ProtocolError::NotLoaded
+                        | ProtocolError::NotSurfaced
+                        | ProtocolError::NotAllowed
+                )
             )
         {
             p.unloaded_calls += 1;
@@ -232,6 +241,7 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                 // Refused, not executed: a protocol error, not a blind call.
                 Some(ProtocolError::NotLoaded) => p.not_loaded += 1,
                 Some(ProtocolError::NotSurfaced) => p.not_surfaced += 1,
+                Some(ProtocolError::NotAllowed) => p.not_allowed += 1,
                 Some(ProtocolError::Defined(e)) => p.add(e.name()),
                 None => {}
             },

@@ -51,6 +51,9 @@ pub struct Composite {
     base: OnceLock<(State, HashMap<Address, Option<String>>)>,
     /// The addresses this mode ranks when it shows them (made at the first use).
     ranked: OnceLock<Arc<HashSet<Address>>>,
+    /// `allowed=on`: every tool and a `request_tools` that lists nothing (every
+    /// definition is already there), the one list every request sends.
+    allowed_list: OnceLock<Arc<[ToolDef]>>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -196,6 +199,7 @@ impl Composite {
             initial,
             base: OnceLock::new(),
             ranked: OnceLock::new(),
+            allowed_list: OnceLock::new(),
         })
     }
 
@@ -381,6 +385,17 @@ impl Composite {
     /// The tool list of the next request (shared, not copied, while every tool is
     /// loaded).
     pub fn visible_tools(&self, state: &State) -> Arc<[ToolDef]> {
+        if self.mode.allowed && state.active.is_some() {
+            return self
+                .allowed_list
+                .get_or_init(|| {
+                    let all: Vec<String> = self.tools.iter().map(|t| t.name.clone()).collect();
+                    let mut v: Vec<ToolDef> = self.tools.to_vec();
+                    v.extend(self.request_tools_for(&all));
+                    v.into()
+                })
+                .clone();
+        }
         match &state.active {
             None => self.tools.clone(),
             // Held back: the visible tools in the order they entered, no request_tools.
@@ -445,7 +460,21 @@ impl Composite {
             tool_choice: None,
             json_mode: false,
             messages: messages.to_vec(),
+            allowed: self.allowed_names(state),
         }
+    }
+
+    /// `allowed=on`: the tools that may be called (the loaded ones and
+    /// `request_tools`); `None` when the mode limits nothing or everything is loaded.
+    pub fn allowed_names(&self, state: &State) -> Option<Vec<String>> {
+        if !self.mode.allowed {
+            return None;
+        }
+        state.active.as_ref().map(|a| {
+            let mut v = a.clone();
+            v.push(selection::REQUEST_TOOLS.to_string());
+            v
+        })
     }
 
     /// The keyword shortcut of the selection step: the tools to keep with no model
@@ -494,7 +523,12 @@ impl Composite {
     /// their tool is active; recompute after the active set changes.
     fn mark_active_shown(&self, state: &mut State) {
         let (fresh, tops) = self.base();
-        let active = state.active.clone();
+        // `allowed=on` sends every definition whatever may be called.
+        let active = if self.mode.allowed {
+            None
+        } else {
+            state.active.clone()
+        };
         let mut shown: HashSet<Address> = state
             .shown
             .iter()
@@ -570,6 +604,8 @@ impl Composite {
                         .collect();
                     self.mark_active_shown(state);
                     if let Effect::Fetched { .. } = r.effect {
+                        // `allowed=on`: an allowance; the definitions were there.
+                        let added = if self.mode.allowed { Vec::new() } else { added };
                         return Resolution::fetched(r.content, added);
                     }
                 }
@@ -588,6 +624,16 @@ impl Composite {
                 ),
             );
         };
+        if self.mode.allowed && !self.is_loaded(state, &call.name) {
+            return Resolution::error(
+                ProtocolError::NotAllowed,
+                format!(
+                    "tool `{}` is not among the tools that may be called now; call {} with its name first",
+                    call.name,
+                    selection::REQUEST_TOOLS
+                ),
+            );
+        }
         if self.holds_back() && !self.is_loaded(state, &call.name) {
             return Resolution::error(
                 ProtocolError::NotSurfaced,

@@ -26,6 +26,13 @@ pub struct Mode {
     /// A built-in template set laid over the run's templates for this mode only
     /// (`templates=NAME` in a spec), so wordings can be compared in one run.
     pub templates: Option<String>,
+    /// `allowed=on` (the `allowed-tools` preset): every definition is sent in every
+    /// request, and what the selection step loaded (and `request_tools` adds) is what
+    /// may be called — OpenAI's `allowed_tools`, emulated elsewhere by refusing a call
+    /// outside the set as `not_allowed`. The tool list never changes, so a provider's
+    /// cache is never broken by it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub allowed: bool,
 }
 
 /// How a search tool matches its query against the tools it holds back.
@@ -100,11 +107,11 @@ pub const PRESETS: [&str; 6] = [
 ];
 
 /// Presets that can be named but are not run by default.
-pub const EXTRA_PRESETS: [&str; 1] = ["all-tools"];
+pub const EXTRA_PRESETS: [&str; 2] = ["all-tools", "allowed-tools"];
 
 /// The keys of a spec besides the four kinds.
 const SETTING_KEYS: &str =
-    "selection, search, results, placement, always_on, k, fallback, templates";
+    "selection, allowed, search, results, placement, always_on, k, fallback, templates";
 
 impl Mode {
     /// A named preset: `progressive`, `legacy`, `inline` (the seed system's), `mcp-resource`,
@@ -130,6 +137,9 @@ impl Mode {
             "retrieval" => (Progressive, Retrieved, Retrieved, Retrieved, false),
             // All tools in the prompt: every definition up front, no selection step.
             "all-tools" => (Inline, Legacy, Legacy, Legacy, false),
+            // Every definition in every request; the selection step's pick is what may
+            // be called (allowed=on).
+            "allowed-tools" => (Inline, Legacy, Legacy, Legacy, true),
             _ => return None,
         };
         Some(Mode {
@@ -141,6 +151,7 @@ impl Mode {
             selection: sel,
             search: SearchSettings::default(),
             templates: None,
+            allowed: name == "allowed-tools",
         })
     }
 
@@ -198,6 +209,13 @@ impl Mode {
                         other => {
                             return Err(ModeError(format!("selection={other}: use on or off")))
                         }
+                    }
+                }
+                "allowed" => {
+                    mode.allowed = match v {
+                        "on" | "true" => true,
+                        "off" | "false" => false,
+                        other => return Err(ModeError(format!("allowed={other}: use on or off"))),
                     }
                 }
                 "search" => {
@@ -304,6 +322,18 @@ impl Mode {
                     .into(),
             ));
         }
+        if self.allowed && !self.selection {
+            return Err(ModeError(
+                "allowed=on needs selection=on: the selection step's pick is what may be called"
+                    .into(),
+            ));
+        }
+        if self.allowed && (deferred || retrieved || self.mcp == Disclosure::Resource) {
+            return Err(ModeError(
+                "allowed=on sends every definition and limits the calls; tool search, retrieval                  and mcp=resource hold definitions back instead"
+                    .into(),
+            ));
+        }
         let searches = deferred || (retrieved && self.search.fallback);
         for k in given {
             let applies = match *k {
@@ -395,6 +425,9 @@ impl Mode {
             self.mcp.as_str(),
             if self.selection { "on" } else { "off" }
         );
+        if self.allowed {
+            s += ",allowed=on";
+        }
         let kinds = [self.connectors, self.databases, self.mcp];
         let retrieved = kinds.contains(&Disclosure::Retrieved);
         let deferred = kinds.contains(&Disclosure::Deferred);

@@ -188,6 +188,7 @@ pub fn context(
         tool_choice,
         json_mode: level == Level::Json,
         messages: vec![Message::User { content: user }],
+        allowed: None,
     })
 }
 

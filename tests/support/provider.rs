@@ -40,13 +40,6 @@ use discbench::strategy::{selection, Composite, Level, Mode, ProtocolConfig, Tem
 use discbench::tokens::{Counter, Encoding, Ledger};
 use discbench::wire::{Context, Message, Response, ToolCall, ToolDef};
 
-/// The wire shape a request came in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
-    Anthropic,
-    Chat,
-}
-
 /// One unit of the plan: a scenario view under the mode, with its queries.
 struct Unit {
     composite: Arc<Composite>,
@@ -345,6 +338,7 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
             tool_choice: forced,
             json_mode: false,
             messages,
+            allowed: None,
         },
         purpose,
     )
@@ -650,7 +644,119 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
             tool_choice: forced,
             json_mode: false,
             messages,
+            allowed: None,
         },
         purpose,
     )
+}
+
+/// A Responses API request's context (`store: false`: the whole conversation).
+pub fn responses_context(body: &Value) -> (Context, Purpose) {
+    let tools: Vec<ToolDef> = body["tools"]
+        .as_array()
+        .map(|ts| {
+            ts.iter()
+                .filter(|t| t["type"] == "function")
+                .map(|t| ToolDef {
+                    name: t["name"].as_str().unwrap().to_string(),
+                    description: t["description"].as_str().unwrap_or("").to_string(),
+                    parameters: t["parameters"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let forced = (body["tool_choice"]["type"] == "function")
+        .then(|| body["tool_choice"]["name"].as_str().unwrap().to_string());
+    let allowed = (body["tool_choice"]["type"] == "allowed_tools").then(|| {
+        body["tool_choice"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    });
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut messages: Vec<Message> = Vec::new();
+    for item in body["input"].as_array().unwrap() {
+        match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("function_call"), _) => {
+                let id = item["call_id"].as_str().unwrap().to_string();
+                let name = item["name"].as_str().unwrap().to_string();
+                names.insert(id.clone(), name.clone());
+                let call = ToolCall {
+                    id,
+                    name,
+                    arguments: item["arguments"].as_str().unwrap().to_string(),
+                };
+                // Calls after an assistant message (or after other calls of the same
+                // answer) belong to it.
+                match messages.last_mut() {
+                    Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                    _ => messages.push(Message::Assistant {
+                        content: None,
+                        tool_calls: vec![call],
+                    }),
+                }
+            }
+            (Some("function_call_output"), _) => {
+                let id = item["call_id"].as_str().unwrap().to_string();
+                messages.push(Message::Tool {
+                    name: names.get(&id).cloned().unwrap_or_default(),
+                    tool_call_id: id,
+                    content: item["output"].as_str().unwrap().to_string(),
+                });
+            }
+            (_, Some("assistant")) => {
+                let text: String = item["content"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                messages.push(Message::Assistant {
+                    content: Some(text),
+                    tool_calls: Vec::new(),
+                });
+            }
+            (_, Some("user")) => messages.push(Message::User {
+                content: item["content"].as_str().unwrap().to_string(),
+            }),
+            other => panic!("an input item discbench does not send: {other:?} {item}"),
+        }
+    }
+    let purpose = match &forced {
+        Some(_) => Purpose::Select { max: 6 },
+        None => Purpose::Act,
+    };
+    (
+        Context {
+            system: body["instructions"].as_str().unwrap_or("").to_string(),
+            tools: tools.into(),
+            tool_choice: forced,
+            json_mode: body["text"]["format"]["type"] == "json_object",
+            messages,
+            allowed,
+        },
+        purpose,
+    )
+}
+
+/// A Responses API answer for `r`, with `usage`.
+pub fn responses_answer(r: &Response, usage: Value) -> Value {
+    let mut output = Vec::new();
+    if let Some(t) = &r.text {
+        output.push(
+            json!({"type": "message", "id": "msg_local", "role": "assistant",
+                           "status": "completed",
+                           "content": [{"type": "output_text", "text": t, "annotations": []}]}),
+        );
+    }
+    for (i, c) in r.calls.iter().enumerate() {
+        output.push(
+            json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": c.id,
+                           "name": c.name, "arguments": c.arguments, "status": "completed"}),
+        );
+    }
+    json!({"id": "resp_local", "object": "response", "status": "completed",
+           "output": output, "usage": usage})
 }
