@@ -147,12 +147,16 @@ impl Counter {
             Message::Assistant {
                 content,
                 tool_calls,
+                searches,
             } => {
                 content.as_deref().map_or(0, |c| self.count(c))
                     + tool_calls
                         .iter()
                         .map(|c| self.count(&c.name) + self.count(&c.arguments))
                         .sum::<usize>()
+                    // A provider's own search, as it is sent back (its query and the
+                    // names it found).
+                    + searches.iter().map(|s| self.count(&s.raw)).sum::<usize>()
             }
             Message::Tool { content, .. } => self.count(content),
         }

@@ -52,12 +52,77 @@ pub enum Message {
     Assistant {
         content: Option<String>,
         tool_calls: Vec<ToolCall>,
+        /// Searches the provider ran itself while answering (native tool search),
+        /// sent back verbatim with the answer.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        searches: Vec<NativeSearch>,
     },
     Tool {
         tool_call_id: String,
         name: String,
         content: String,
+        /// The tools a search found, when the answer goes back in the provider's own
+        /// form (`tool_reference` blocks, `tool_search_output`) so that the provider
+        /// expands their definitions.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        references: Vec<String>,
     },
+}
+
+impl Message {
+    /// An answer of the model, with no provider-side search.
+    pub fn assistant(content: Option<String>, tool_calls: Vec<ToolCall>) -> Message {
+        Message::Assistant {
+            content,
+            tool_calls,
+            searches: Vec::new(),
+        }
+    }
+}
+
+/// A search the provider ran itself while answering (its server-side tool search).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NativeSearch {
+    /// The provider's blocks or items of the search, verbatim (a JSON array).
+    pub raw: String,
+    /// What it searched with (the search's input, as JSON).
+    pub query: String,
+    /// The tools it found, by name, best first.
+    pub found: Vec<String>,
+    /// Why the blocks could not be read as a search (an unknown block type, a result
+    /// without tool references): counted as a protocol error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
+}
+
+/// Who runs a native tool search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Execution {
+    /// The provider searches the deferred tools itself.
+    Server,
+    /// discbench searches, and answers in the provider's own form so that the
+    /// provider expands what it found.
+    Client,
+}
+
+/// How a provider's own tool search is asked for: which tools are deferred (sent
+/// with `defer_loading`), who searches, and with what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NativeTools {
+    pub execution: Execution,
+    /// `bm25` or `regex` (the provider's server tool variant).
+    pub variant: &'static str,
+    /// discbench's own search tool (replaced by the provider's on the server side).
+    pub search_tool: String,
+    /// Every deferred definition, in tool-list order: the same in every request.
+    pub deferred: std::sync::Arc<[ToolDef]>,
+}
+
+impl NativeTools {
+    pub fn defers(&self, name: &str) -> bool {
+        self.deferred.iter().any(|t| t.name == name)
+    }
 }
 
 /// Everything sent in one request. The tool list is shared: every request of a
@@ -76,6 +141,9 @@ pub struct Context {
     /// The tools that may be called, when a mode limits them without changing the tool
     /// list (`allowed-tools`): the Responses API's `allowed_tools`; `None` = any.
     pub allowed: Option<Vec<String>>,
+    /// The provider's own tool search, when the mode asks for it (`native=server` or
+    /// `native=client`).
+    pub native: Option<std::sync::Arc<NativeTools>>,
 }
 
 impl Context {
@@ -100,6 +168,9 @@ impl Context {
 pub struct Response {
     pub text: Option<String>,
     pub calls: Vec<ToolCall>,
+    /// Searches the provider ran itself while answering.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<NativeSearch>,
 }
 
 impl Response {
@@ -107,9 +178,14 @@ impl Response {
         Response {
             text: Some(text.into()),
             calls: Vec::new(),
+            searches: Vec::new(),
         }
     }
     pub fn call(calls: Vec<ToolCall>) -> Self {
-        Response { text: None, calls }
+        Response {
+            text: None,
+            calls,
+            searches: Vec::new(),
+        }
     }
 }

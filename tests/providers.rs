@@ -62,10 +62,10 @@ fn anthropic(world: Arc<World>, billing: Billing) -> support::server::Server {
         let r = world.answer(&cx, purpose);
         let out = world
             .counter()
-            .message(&discbench::wire::Message::Assistant {
-                content: r.text.clone(),
-                tool_calls: r.calls.clone(),
-            });
+            .message(&discbench::wire::Message::assistant(
+                r.text.clone(),
+                r.calls.clone(),
+            ));
         let usage = json!({
             "input_tokens": b.input - b.read - b.written,
             "cache_read_input_tokens": b.read,
@@ -320,10 +320,10 @@ fn responses(world: Arc<World>) -> support::server::Server {
         let r = world.answer(&cx, purpose);
         let out = world
             .counter()
-            .message(&discbench::wire::Message::Assistant {
-                content: r.text.clone(),
-                tool_calls: r.calls.clone(),
-            });
+            .message(&discbench::wire::Message::assistant(
+                r.text.clone(),
+                r.calls.clone(),
+            ));
         let usage = json!({
             "input_tokens": b.input,
             "input_tokens_details": {"cached_tokens": b.read},
@@ -443,5 +443,341 @@ fn allowed_tools_reach_the_responses_api_and_the_tool_list_never_changes() {
     assert!(limited > 0);
     for o in outcomes(&tmp.path().join("x")) {
         assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
+    }
+}
+
+/// What the local providers bill for a request of native tool search (no cache
+/// emulation: these tests are about the search).
+fn plain_usage(
+    world: &World,
+    cx: &discbench::wire::Context,
+    r: &discbench::wire::Response,
+) -> (usize, usize) {
+    let input: usize = provider::pieces(cx, world.counter())
+        .iter()
+        .map(|p| p.tokens)
+        .sum();
+    let out = world
+        .counter()
+        .message(&discbench::wire::Message::assistant(
+            r.text.clone(),
+            r.calls.clone(),
+        ));
+    (input, out)
+}
+
+/// A Messages API with the tool search tool: under `native=server` it runs the
+/// searches itself (over the tools the request deferred, as discbench's own search
+/// would), under `native=client` the client searches and answers with
+/// `tool_reference`s. Every request is checked for what it must carry.
+fn anthropic_search(world: Arc<World>, server: bool) -> support::server::Server {
+    let lists: Arc<std::sync::Mutex<std::collections::HashMap<String, Value>>> = Default::default();
+    serve(move |s: &Seen, _| {
+        let b = &s.body;
+        let (cx, purpose) = provider::anthropic_context(b);
+        let tools = b["tools"].as_array().unwrap();
+        if purpose == discbench::model::backend::Purpose::Act {
+            // Every deferred tool in every request, after the ones in the prompt.
+            let deferred = tools
+                .iter()
+                .filter(|t| t["defer_loading"] == json!(true))
+                .count();
+            assert!(deferred > 0);
+            assert!(tools[tools.len() - deferred..]
+                .iter()
+                .all(|t| t["defer_loading"] == json!(true)));
+            let search = tools
+                .iter()
+                .find(|t| t["name"].as_str().unwrap_or("").contains("tool_search"))
+                .unwrap();
+            if server {
+                assert_eq!(search["type"], json!("tool_search_tool_bm25_20251119"));
+                assert_eq!(search["name"], json!("tool_search_tool_bm25"));
+            } else {
+                assert_eq!(search["name"], json!("tool_search"));
+                assert!(search["input_schema"].is_object());
+            }
+            assert!(
+                search.get("defer_loading").is_none(),
+                "the search is never deferred"
+            );
+            // The same list in every request of a conversation.
+            let list = lists
+                .lock()
+                .unwrap()
+                .entry(cx.query().to_string())
+                .or_insert_with(|| json!(tools))
+                .clone();
+            assert_eq!(list, json!(tools), "the tool list changed");
+            // `native=client`: discbench's search answers with the API's references.
+            if !server {
+                let searches: Vec<&Value> = b["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .flat_map(|m| m["content"].as_array().into_iter().flatten())
+                    .filter(|x| x["type"] == "tool_use" && x["name"] == "tool_search")
+                    .collect();
+                for call in searches {
+                    let result = b["messages"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+                        .find(|x| x["type"] == "tool_result" && x["tool_use_id"] == call["id"])
+                        .unwrap();
+                    let refs = result["content"].as_array().unwrap();
+                    assert!(
+                        refs.iter().all(|r| r["type"] == "tool_reference"),
+                        "{result}"
+                    );
+                }
+            }
+        }
+        let (searches, r) = if server {
+            world.answer_native(&cx, purpose)
+        } else {
+            (Vec::new(), world.answer(&cx, purpose))
+        };
+        let (input, out) = plain_usage(&world, &cx, &r);
+        let usage = json!({"input_tokens": input, "output_tokens": out});
+        Reply::Json(
+            200,
+            vec![],
+            provider::anthropic_answer_native(&searches, "bm25", &r, usage),
+        )
+    })
+}
+
+/// A Responses API with hosted (`server`) or client-executed tool search.
+fn responses_search(world: Arc<World>, server: bool) -> support::server::Server {
+    serve(move |s: &Seen, _| {
+        let b = &s.body;
+        let (cx, purpose) = provider::responses_context(b);
+        let tools = b["tools"].as_array().unwrap();
+        if purpose == discbench::model::backend::Purpose::Act {
+            assert!(tools.iter().any(|t| t["defer_loading"] == json!(true)));
+            let search = tools.iter().find(|t| t["type"] == "tool_search").unwrap();
+            if server {
+                assert!(search.get("execution").is_none());
+            } else {
+                assert_eq!(search["execution"], json!("client"));
+                assert!(search["parameters"].is_object());
+            }
+        }
+        let (searches, r) = if server {
+            world.answer_native(&cx, purpose)
+        } else {
+            (Vec::new(), world.answer(&cx, purpose))
+        };
+        let (input, out) = plain_usage(&world, &cx, &r);
+        let usage = json!({"input_tokens": input, "output_tokens": out,
+                           "input_tokens_details": {"cached_tokens": 0}});
+        let mut answer = provider::responses_answer_native(&searches, b, &r, usage);
+        // A client search goes out as the API's own call item.
+        if !server {
+            for item in answer["output"].as_array_mut().unwrap() {
+                if item["type"] == "function_call" && item["name"] == "tool_search" {
+                    let arguments: Value =
+                        serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+                    *item = json!({"type": "tool_search_call", "id": "tsc", "call_id": item["call_id"],
+                                   "execution": "client", "arguments": arguments, "status": "completed"});
+                }
+            }
+        }
+        Reply::Json(200, vec![], answer)
+    })
+}
+
+/// Each native tool-search variant runs the built-in suite end to end against a local
+/// provider that plays its side as documented — the search, the expansion — and
+/// answers as the oracle would: every query exact, the searches counted and ranked.
+#[test]
+fn native_tool_search_runs_the_built_in_suite_end_to_end() {
+    for (provider_name, execution) in [
+        ("anthropic", "server"),
+        ("anthropic", "client"),
+        ("openai-responses", "server"),
+        ("openai-responses", "client"),
+    ] {
+        let mode = format!("tool-search,native={execution}");
+        let world = Arc::new(World::new(
+            &[
+                "scenarios/enterprise-hub.yaml",
+                "scenarios/mcp-reference.yaml",
+                "scenarios/large-catalog.yaml",
+                "scenarios/scale-hub.yaml",
+            ],
+            &mode,
+        ));
+        let server_side = execution == "server";
+        let server = if provider_name == "anthropic" {
+            anthropic_search(world, server_side)
+        } else {
+            responses_search(world, server_side)
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let mut cmd = bin();
+        cmd.args(["run", "scenarios", "--mode", &mode])
+            .args(["--model", &format!("{provider_name}:test")])
+            .args(["--run-id", "x", "--no-progress", "--out"])
+            .arg(tmp.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY");
+        if provider_name == "anthropic" {
+            cmd.args(["--anthropic-base-url", &server.url]);
+        } else {
+            cmd.args(["--openai-base-url", &format!("{}/v1", server.url)]);
+        }
+        let o = cmd.output().unwrap();
+        ok(&o);
+        let os = outcomes(&tmp.path().join("x"));
+        assert_eq!(os.len(), 205, "{mode} {provider_name}");
+        let mut searched = 0;
+        for o in &os {
+            assert_eq!(
+                o["score"]["exact"],
+                json!(true),
+                "{provider_name} {mode}: {} {}",
+                o["query_id"],
+                o["protocol"]
+            );
+            searched += o["protocol"]["searches"].as_u64().unwrap_or(0);
+            assert!(o["protocol"].get("native_malformed").is_none());
+            if server_side {
+                // The provider searched: the search is recorded as the provider's.
+                for c in o["calls"].as_array().unwrap() {
+                    assert_ne!(c["tool"], json!("tool_search"), "discbench never searched");
+                }
+            }
+        }
+        assert!(
+            searched > 100,
+            "{provider_name} {mode}: {searched} searches"
+        );
+        let summary: Value =
+            serde_json::from_str(&read(&tmp.path().join("x/summary.json"))).unwrap();
+        for g in summary["groups"].as_array().unwrap() {
+            assert!(g["surfacing"]["recall_at_k"].as_f64().is_some(), "{g}");
+        }
+    }
+}
+
+/// Native blocks discbench cannot read are protocol errors, never a crash: a block of
+/// an unknown type, a `tool_reference` to a tool the request never deferred, a search
+/// result that holds no tool references.
+#[test]
+fn malformed_native_blocks_are_protocol_errors() {
+    let server = serve(|s: &Seen, _| {
+        let answered = s.body["messages"].as_array().unwrap().len() > 1;
+        let body = if answered {
+            json!({"content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn",
+                   "usage": {"input_tokens": 10, "output_tokens": 2}})
+        } else {
+            json!({"content": [
+                {"type": "mystery_block", "data": 1},
+                {"type": "server_tool_use", "id": "srv_1", "name": "tool_search_tool_bm25",
+                 "input": {"query": "order"}},
+                {"type": "tool_search_tool_result", "tool_use_id": "srv_1",
+                 "content": {"type": "tool_search_tool_search_result",
+                             "tool_references": [{"type": "tool_reference", "tool_name": "never_deferred"}]}},
+                {"type": "server_tool_use", "id": "srv_2", "name": "tool_search_tool_bm25",
+                 "input": {"query": "issue"}},
+                {"type": "tool_search_tool_result", "tool_use_id": "srv_2",
+                 "content": {"type": "tool_search_tool_search_result"}},
+                {"type": "text", "text": "Nothing to do."}
+            ], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 2}})
+        };
+        Reply::Json(200, vec![], body)
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "tool-search,native=server",
+        ])
+        .args([
+            "--model",
+            "anthropic:test",
+            "--anthropic-base-url",
+            &server.url,
+        ])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .output()
+        .unwrap());
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), 4);
+    for o in &os {
+        assert_eq!(
+            o["protocol"]["native_malformed"],
+            json!(3),
+            "{}",
+            o["protocol"]
+        );
+        assert!(o["infra_error"].is_null());
+        let errors: Vec<&Value> = o["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["error"] == "native_malformed")
+            .collect();
+        assert_eq!(errors.len(), 3);
+    }
+}
+
+/// A run against the Responses API and one with the Messages API's own searches,
+/// recorded, replay with no provider at all to the same summary.
+#[test]
+fn record_and_replay_cover_the_new_backend_and_native_blocks() {
+    let scenario = "scenarios/mcp-reference.yaml";
+    for (provider_name, mode) in [
+        ("anthropic", "tool-search,native=server"),
+        ("openai-responses", "tool-search,native=client"),
+    ] {
+        let world = Arc::new(World::new(&[scenario], mode));
+        let server = if provider_name == "anthropic" {
+            anthropic_search(world, true)
+        } else {
+            responses_search(world, false)
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let url = if provider_name == "anthropic" {
+            vec!["--anthropic-base-url".to_string(), server.url.clone()]
+        } else {
+            vec![
+                "--openai-base-url".to_string(),
+                format!("{}/v1", server.url),
+            ]
+        };
+        ok(&bin()
+            .args(["run", scenario, "--mode", mode, "--record"])
+            .args(["--model", &format!("{provider_name}:test")])
+            .args(&url)
+            .args(["--run-id", "rec", "--no-progress", "--out"])
+            .arg(tmp.path())
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .output()
+            .unwrap());
+        let rec = tmp.path().join("rec");
+        ok(&bin()
+            .args(["run", scenario, "--mode", mode])
+            .arg("--model")
+            .arg(format!("replay:{}", rec.display()))
+            .args(["--run-id", "rep", "--no-progress", "--out"])
+            .arg(tmp.path())
+            .output()
+            .unwrap());
+        let summary = |d: &str| {
+            let mut v: Value =
+                serde_json::from_str(&read(&tmp.path().join(d).join("summary.json"))).unwrap();
+            v["run_id"] = json!("");
+            v
+        };
+        assert_eq!(summary("rec"), summary("rep"), "{provider_name} {mode}");
     }
 }

@@ -21,7 +21,7 @@ use serde_json::{json, Map, Value};
 use super::backend::{Answer, ModelError, Purpose};
 use super::http::{Api, Endpoint, HttpBackend};
 use crate::record::Usage;
-use crate::wire::{Context, Message, Response, ToolCall};
+use crate::wire::{Context, Execution, Message, NativeSearch, Response, ToolCall};
 
 /// The default base URL.
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
@@ -56,7 +56,7 @@ impl Api for Messages {
     }
 
     // 529 (overloaded) is a server error that may pass: retried like any 5xx.
-    fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
+    fn parse(&self, v: &Value, _cx: &Context) -> Result<Answer, ModelError> {
         parse(v)
     }
 
@@ -83,10 +83,18 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
             Message::Tool {
                 tool_call_id,
                 content,
+                references,
                 ..
-            } => results.push(
-                json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content}),
-            ),
+            } => results.push(if references.is_empty() {
+                json!({"type": "tool_result", "tool_use_id": tool_call_id, "content": content})
+            } else {
+                // `native=client`: what discbench's search found, as references the
+                // API expands into the definitions it deferred.
+                json!({"type": "tool_result", "tool_use_id": tool_call_id,
+                       "content": references.iter()
+                           .map(|n| json!({"type": "tool_reference", "tool_name": n}))
+                           .collect::<Vec<_>>()})
+            }),
             Message::User { content } => {
                 flush(&mut messages, &mut results);
                 messages.push(json!({"role": "user", "content": content}));
@@ -94,11 +102,18 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
             Message::Assistant {
                 content,
                 tool_calls,
+                searches,
             } => {
                 flush(&mut messages, &mut results);
                 let mut blocks = Vec::new();
                 if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
                     blocks.push(json!({"type": "text", "text": t}));
+                }
+                // The API's own searches go back as it sent them.
+                for s in searches {
+                    if let Ok(Value::Array(raw)) = serde_json::from_str::<Value>(&s.raw) {
+                        blocks.extend(raw);
+                    }
                 }
                 for c in tool_calls {
                     // The API takes an object; arguments that were not one are sent as
@@ -146,14 +161,31 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
     }
     b.insert("messages".into(), Value::Array(messages));
     if !cx.tools.is_empty() {
-        let mut tools: Vec<Value> = cx
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
+        let def = |t: &crate::wire::ToolDef| json!({"name": t.name, "description": t.description, "input_schema": t.parameters});
+        let native = cx.native.as_deref();
+        let mut tools: Vec<Value> = Vec::new();
+        for t in cx.tools.iter() {
+            match native {
+                // Deferred tools go at the end, all of them, in every request.
+                Some(n) if n.defers(&t.name) => {}
+                Some(n) if n.execution == Execution::Server && t.name == n.search_tool => {
+                    tools.push(server_search_tool(n.variant))
+                }
+                _ => tools.push(def(t)),
+            }
+        }
+        // The breakpoint closes the tools that are in the prompt; deferred ones are
+        // not part of it (they are expanded where a search found them).
         if cache.enabled {
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = mark.clone();
+            }
+        }
+        if let Some(n) = native {
+            for t in n.deferred.iter() {
+                let mut d = def(t);
+                d["defer_loading"] = json!(true);
+                tools.push(d);
             }
         }
         b.insert("tools".into(), Value::Array(tools));
@@ -167,6 +199,14 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
     Value::Object(b)
 }
 
+/// The API's own tool search tool, for discbench's `bm25` or `regex` search (Tool
+/// search tool page and the SDK's `tool_search_tool_*_20251119` types; generally
+/// available, no beta header, since 2026-02).
+pub fn server_search_tool(variant: &str) -> Value {
+    let name = format!("tool_search_tool_{variant}");
+    json!({"type": format!("{name}_20251119"), "name": name})
+}
+
 fn text_of(blocks: &[Value]) -> String {
     blocks
         .iter()
@@ -174,7 +214,10 @@ fn text_of(blocks: &[Value]) -> String {
         .collect()
 }
 
-/// Reads a Messages answer.
+/// Reads a Messages answer. A search the API ran itself (`server_tool_use` of a
+/// `tool_search_tool_*` and its `tool_search_tool_result`) becomes a [`NativeSearch`]
+/// (its blocks kept to go back verbatim); a block of a type discbench does not know is
+/// kept as a malformed one, so that it is counted, never dropped in silence.
 pub fn parse(v: &Value) -> Result<Answer, ModelError> {
     let blocks = v
         .get("content")
@@ -182,6 +225,9 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         .ok_or_else(|| ModelError::Undecodable("no content blocks".into()))?;
     let mut text = String::new();
     let mut calls = Vec::new();
+    let mut searches: Vec<NativeSearch> = Vec::new();
+    // Open searches by their `server_tool_use` id: (its block, its input).
+    let mut open: Vec<(String, Value)> = Vec::new();
     for (i, b) in blocks.iter().enumerate() {
         match b.get("type").and_then(Value::as_str) {
             Some("text") => text.push_str(b.get("text").and_then(Value::as_str).unwrap_or("")),
@@ -198,8 +244,41 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
                     .to_string(),
                 arguments: b.get("input").map(Value::to_string).unwrap_or_default(),
             }),
-            _ => {}
+            Some("thinking" | "redacted_thinking") => {}
+            Some("server_tool_use") => {
+                let id = b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                open.push((id, b.clone()));
+            }
+            Some("tool_search_tool_result") => {
+                let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                let call = open
+                    .iter()
+                    .position(|(o, _)| o == id)
+                    .map(|k| open.remove(k).1);
+                searches.push(native_search(call, b));
+            }
+            other => searches.push(NativeSearch {
+                raw: Value::Array(vec![b.clone()]).to_string(),
+                malformed: Some(format!(
+                    "a content block of type `{}` discbench does not read",
+                    other.unwrap_or("(none)")
+                )),
+                ..NativeSearch::default()
+            }),
         }
+    }
+    // A search call with no result.
+    for (_, call) in open {
+        searches.push(NativeSearch {
+            query: call.get("input").map(Value::to_string).unwrap_or_default(),
+            raw: Value::Array(vec![call]).to_string(),
+            malformed: Some("a server tool call with no result".into()),
+            ..NativeSearch::default()
+        });
     }
     let usage = v.get("usage").map(|u| {
         let n = |k: &str| u.get(k).and_then(Value::as_u64);
@@ -218,6 +297,7 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         response: Response {
             text: (!text.is_empty()).then_some(text),
             calls,
+            searches,
         },
         usage,
         latency: None,
@@ -225,4 +305,50 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         refusal: (v.get("stop_reason").and_then(Value::as_str) == Some("refusal"))
             .then(|| text_of(blocks)),
     })
+}
+
+/// A search the API ran: its call and result blocks, what it searched with and the
+/// tools its `tool_reference`s name (malformed when the result holds none, or is the
+/// API's error).
+fn native_search(call: Option<Value>, result: &Value) -> NativeSearch {
+    let query = call
+        .as_ref()
+        .and_then(|c| c.get("input"))
+        .map(Value::to_string)
+        .unwrap_or_default();
+    let raw: Vec<Value> = call.into_iter().chain([result.clone()]).collect();
+    let content = result.get("content");
+    let refs = content
+        .and_then(|c| c.get("tool_references"))
+        .and_then(Value::as_array);
+    let (found, malformed) = match refs {
+        Some(r) => {
+            let names: Vec<String> = r
+                .iter()
+                .filter_map(|x| x.get("tool_name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect();
+            if names.len() == r.len() {
+                (names, None)
+            } else {
+                (
+                    names,
+                    Some("a tool reference without a tool name".to_string()),
+                )
+            }
+        }
+        None => (
+            Vec::new(),
+            Some(match content.and_then(|c| c.get("error_code")) {
+                Some(code) => format!("the search failed: {code}"),
+                None => "a search result without tool references".to_string(),
+            }),
+        ),
+    };
+    NativeSearch {
+        raw: Value::Array(raw).to_string(),
+        query,
+        found,
+        malformed,
+    }
 }

@@ -98,8 +98,8 @@ pub trait Api: Send + Sync + 'static {
         purpose: Purpose,
         cx: &Context,
     ) -> reqwest::RequestBuilder;
-    /// Reads a successful answer.
-    fn parse(&self, v: &Value) -> Result<Answer, ModelError>;
+    /// Reads a successful answer to a request for `cx`.
+    fn parse(&self, v: &Value, cx: &Context) -> Result<Answer, ModelError>;
     /// Whether the API has a JSON mode.
     fn json_mode(&self) -> bool {
         false
@@ -183,7 +183,7 @@ impl<A: Api> Session for HttpSession<A> {
         }
         let v: Value = serde_json::from_str(&text)
             .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
-        let mut a = self.api.parse(&v)?;
+        let mut a = self.api.parse(&v, request.context)?;
         a.latency = Some(started.elapsed());
         Ok(a)
     }

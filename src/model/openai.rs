@@ -42,7 +42,7 @@ impl Api for ChatCompletions {
         req
     }
 
-    fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
+    fn parse(&self, v: &Value, _cx: &Context) -> Result<Answer, ModelError> {
         parse(v)
     }
 
@@ -60,6 +60,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
             Message::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 let mut o = Map::new();
                 o.insert("role".into(), json!("assistant"));
@@ -190,7 +191,11 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         cache_write: None,
     });
     Ok(Answer {
-        response: Response { text, calls },
+        response: Response {
+            text,
+            calls,
+            searches: Vec::new(),
+        },
         usage,
         latency: None,
         truncated: choice.get("finish_reason").and_then(Value::as_str) == Some("length"),

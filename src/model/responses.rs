@@ -22,7 +22,9 @@ use serde_json::{json, Map, Value};
 use super::backend::{Answer, ModelError, Purpose};
 use super::http::{Api, Endpoint, HttpBackend};
 use crate::record::Usage;
-use crate::wire::{Context, Message, Response, ToolCall};
+use crate::wire::{
+    Context, Execution, Message, NativeSearch, NativeTools, Response, ToolCall, ToolDef,
+};
 
 /// The Responses wire format.
 pub struct Responses;
@@ -48,8 +50,8 @@ impl Api for Responses {
         req
     }
 
-    fn parse(&self, v: &Value) -> Result<Answer, ModelError> {
-        parse(v)
+    fn parse(&self, v: &Value, cx: &Context) -> Result<Answer, ModelError> {
+        parse_for(v, cx.native.as_deref())
     }
 
     fn json_mode(&self) -> bool {
@@ -65,6 +67,8 @@ pub fn cache_key(cx: &Context) -> String {
 
 /// The request body for a context.
 pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
+    let native = cx.native.as_deref();
+    let client = native.filter(|n| n.execution == Execution::Client);
     let mut input: Vec<Value> = Vec::new();
     for m in &cx.messages {
         match m {
@@ -72,6 +76,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
             Message::Assistant {
                 content,
                 tool_calls,
+                searches,
             } => {
                 if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
                     input.push(json!({
@@ -80,7 +85,26 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                         "content": [{"type": "output_text", "text": t}],
                     }));
                 }
+                // The hosted search's own items go back as the API sent them.
+                for s in searches {
+                    if let Ok(Value::Array(raw)) = serde_json::from_str::<Value>(&s.raw) {
+                        input.extend(raw);
+                    }
+                }
                 for c in tool_calls {
+                    if client.is_some_and(|n| n.search_tool == c.name) {
+                        // `native=client`: the model asked discbench to search.
+                        let arguments: Value =
+                            serde_json::from_str(&c.arguments).unwrap_or(json!({}));
+                        input.push(json!({
+                            "type": "tool_search_call",
+                            "call_id": c.id,
+                            "execution": "client",
+                            "arguments": arguments,
+                            "status": "completed",
+                        }));
+                        continue;
+                    }
                     input.push(json!({
                         "type": "function_call",
                         "call_id": c.id,
@@ -92,12 +116,27 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
             Message::Tool {
                 tool_call_id,
                 content,
+                references,
                 ..
-            } => input.push(json!({
-                "type": "function_call_output",
-                "call_id": tool_call_id,
-                "output": content,
-            })),
+            } => match client {
+                // What discbench's search found, as the definitions the API loads.
+                Some(n) if !references.is_empty() => input.push(json!({
+                    "type": "tool_search_output",
+                    "call_id": tool_call_id,
+                    "execution": "client",
+                    "status": "completed",
+                    "tools": references
+                        .iter()
+                        .filter_map(|r| n.deferred.iter().find(|t| &t.name == r))
+                        .map(deferred_function)
+                        .collect::<Vec<_>>(),
+                })),
+                _ => input.push(json!({
+                    "type": "function_call_output",
+                    "call_id": tool_call_id,
+                    "output": content,
+                })),
+            },
         }
     }
     let mut b = Map::new();
@@ -109,16 +148,27 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
         b.insert("prompt_cache_key".into(), json!(cache_key(cx)));
     }
     if !cx.tools.is_empty() {
-        b.insert(
-            "tools".into(),
-            cx.tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "name": t.name, "description": t.description,
-                           "parameters": t.parameters})
-                })
-                .collect(),
-        );
+        let mut tools: Vec<Value> = Vec::new();
+        for t in cx.tools.iter() {
+            match native {
+                // Deferred tools go at the end, all of them, in every request.
+                Some(n) if n.defers(&t.name) => {}
+                Some(n) if t.name == n.search_tool => tools.push(match n.execution {
+                    Execution::Server => json!({"type": "tool_search"}),
+                    Execution::Client => json!({
+                        "type": "tool_search",
+                        "execution": "client",
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }),
+                }),
+                _ => tools.push(function(t)),
+            }
+        }
+        if let Some(n) = native {
+            tools.extend(n.deferred.iter().map(deferred_function));
+        }
+        b.insert("tools".into(), Value::Array(tools));
         let choice = match (&cx.tool_choice, &cx.allowed) {
             (Some(f), _) => json!({"type": "function", "name": f}),
             (None, Some(allowed)) => json!({
@@ -145,8 +195,29 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     Value::Object(b)
 }
 
-/// Reads a Responses answer.
+/// A function tool.
+fn function(t: &ToolDef) -> Value {
+    json!({"type": "function", "name": t.name, "description": t.description,
+           "parameters": t.parameters})
+}
+
+/// A function tool the API loads only when a search finds it.
+fn deferred_function(t: &ToolDef) -> Value {
+    let mut f = function(t);
+    f["defer_loading"] = json!(true);
+    f
+}
+
+/// Reads a Responses answer (no native tool search).
 pub fn parse(v: &Value) -> Result<Answer, ModelError> {
+    parse_for(v, None)
+}
+
+/// Reads a Responses answer to a request whose tool search was `native`: a hosted
+/// search (`tool_search_call` and `tool_search_output`, executed by the server)
+/// becomes a [`NativeSearch`], its items kept to go back verbatim; a client search
+/// call is discbench's own search tool, called.
+pub fn parse_for(v: &Value, native: Option<&NativeTools>) -> Result<Answer, ModelError> {
     let items = v
         .get("output")
         .and_then(Value::as_array)
@@ -154,7 +225,10 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
     let mut text = String::new();
     let mut refusal: Option<String> = None;
     let mut calls = Vec::new();
+    let mut searches: Vec<NativeSearch> = Vec::new();
+    let mut open: Option<Value> = None;
     for (i, item) in items.iter().enumerate() {
+        let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
         match item.get("type").and_then(Value::as_str) {
             Some("message") => {
                 for part in item
@@ -176,8 +250,23 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
                     }
                 }
             }
+            Some("tool_search_call") if s("execution").as_deref() == Some("client") => {
+                calls.push(ToolCall {
+                    id: s("call_id").unwrap_or_else(|| format!("call_{i}")),
+                    name: native.map_or("tool_search".into(), |n| n.search_tool.clone()),
+                    arguments: item
+                        .get("arguments")
+                        .map(Value::to_string)
+                        .unwrap_or_default(),
+                })
+            }
+            Some("tool_search_call") => {
+                if let Some(unanswered) = open.replace(item.clone()) {
+                    searches.push(hosted_search(Some(unanswered), None));
+                }
+            }
+            Some("tool_search_output") => searches.push(hosted_search(open.take(), Some(item))),
             Some("function_call") => {
-                let s = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_string);
                 calls.push(ToolCall {
                     id: s("call_id")
                         .or_else(|| s("id"))
@@ -186,9 +275,20 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
                     arguments: s("arguments").unwrap_or_default(),
                 });
             }
-            // Reasoning and the hosted tools' items carry nothing discbench scores.
-            _ => {}
+            // Reasoning carries nothing discbench scores.
+            Some("reasoning") => {}
+            other => searches.push(NativeSearch {
+                raw: Value::Array(vec![item.clone()]).to_string(),
+                malformed: Some(format!(
+                    "an output item of type `{}` discbench does not read",
+                    other.unwrap_or("(none)")
+                )),
+                ..NativeSearch::default()
+            }),
         }
+    }
+    if let Some(unanswered) = open {
+        searches.push(hosted_search(Some(unanswered), None));
     }
     let usage = v.get("usage").map(|u| {
         let details = u.get("input_tokens_details");
@@ -209,12 +309,53 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         response: Response {
             text: (!text.is_empty()).then_some(text),
             calls,
+            searches,
         },
         usage,
         latency: None,
         truncated,
         refusal,
     })
+}
+
+/// A hosted search: its call and output items, what it searched with, and the tools
+/// the output loaded (functions, and the functions of the namespaces it loaded);
+/// malformed without an output, or with one that holds no tool list.
+fn hosted_search(call: Option<Value>, output: Option<&Value>) -> NativeSearch {
+    let query = call
+        .as_ref()
+        .and_then(|c| c.get("arguments"))
+        .map(Value::to_string)
+        .unwrap_or_default();
+    let raw: Vec<Value> = call.into_iter().chain(output.cloned()).collect();
+    let tools = output
+        .and_then(|o| o.get("tools"))
+        .and_then(Value::as_array);
+    let mut found = Vec::new();
+    for t in tools.into_iter().flatten() {
+        match t.get("type").and_then(Value::as_str) {
+            Some("namespace") => found.extend(
+                t.get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|f| f.get("name").and_then(Value::as_str))
+                    .map(str::to_string),
+            ),
+            _ => found.extend(t.get("name").and_then(Value::as_str).map(str::to_string)),
+        }
+    }
+    let malformed = match (output, tools) {
+        (None, _) => Some("a tool search call with no output".to_string()),
+        (Some(_), None) => Some("a tool search output without tools".to_string()),
+        _ => None,
+    };
+    NativeSearch {
+        raw: Value::Array(raw).to_string(),
+        query,
+        found,
+        malformed,
+    }
 }
 
 #[cfg(test)]

@@ -286,15 +286,23 @@ impl Episode<'_> {
             let Response {
                 text,
                 calls: tool_calls,
+                searches,
             } = answer.response;
             let msg = Message::Assistant {
                 content: text.clone(),
                 tool_calls: tool_calls.clone(),
+                searches: searches.clone(),
             };
             let out = c.message(&msg);
             ledger.output += out;
             entered.push(Entry::new(Layer::Output, "assistant", out, text.clone()));
             messages.push(msg);
+            // Searches the provider ran itself (`native=server`): what they found joins
+            // the list before the calls that use it are answered.
+            for s in &searches {
+                let a = tally.native_search(comp, &mut lock(&state), c, &mut ledger, s, turn);
+                entered.push(a.entry);
+            }
             if tool_calls.is_empty() {
                 final_text = text;
                 turns.push(TurnRecord {
@@ -320,10 +328,21 @@ impl Episode<'_> {
                     seen_skills.clone(),
                 );
                 entered.push(a.entry);
+                // `native=client`: what discbench's search found goes back as the
+                // provider's own references, so that the provider expands them.
+                let references = match (&a.effect, comp.native()) {
+                    (crate::strategy::Effect::Fetched { join, .. }, Some(n))
+                        if n.execution == crate::wire::Execution::Client =>
+                    {
+                        join.clone()
+                    }
+                    _ => Vec::new(),
+                };
                 messages.push(Message::Tool {
                     tool_call_id: call.id.clone(),
                     name: call.name.clone(),
                     content: a.content,
+                    references,
                 });
             }
             turns.push(TurnRecord {
@@ -499,10 +518,10 @@ impl Episode<'_> {
         ledger.peak_context = ledger.peak_context.max(req);
         acc.requests += 1;
         let a = asker.ask(Purpose::Select { max }, cx).await?;
-        let said = c.message(&Message::Assistant {
-            content: a.response.text.clone(),
-            tool_calls: a.response.calls.clone(),
-        });
+        let said = c.message(&Message::assistant(
+            a.response.text.clone(),
+            a.response.calls.clone(),
+        ));
         ledger.selection += req + said;
         acc.usage = match (acc.usage, a.usage) {
             (Some(u), Some(v)) => Some(u.plus(v)),

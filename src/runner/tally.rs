@@ -14,7 +14,10 @@ use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
 use crate::strategy::results::Budget;
 use crate::strategy::{Composite, Effect, ProtocolError, State};
 use crate::tokens::{Counter, Ledger};
-use crate::wire::ToolCall;
+use crate::wire::{NativeSearch, ToolCall};
+
+/// The tool name a provider's own search is recorded under.
+pub const PROVIDER_SEARCH: &str = "provider_tool_search";
 
 /// The calls of one episode so far.
 pub struct Tally {
@@ -83,7 +86,53 @@ impl Tally {
     ) -> Answered {
         let unloaded = !comp.is_loaded(state, &call.name)
             && comp.all_tools().iter().any(|t| t.name == call.name);
-        let mut r = comp.resolve(call, state, databases);
+        let r = comp.resolve(call, state, databases);
+        self.record(
+            state,
+            counter,
+            ledger,
+            call,
+            r,
+            turn,
+            skills_in_context,
+            unloaded,
+        )
+    }
+
+    /// Records a search the provider ran itself (`native=server`) in `turn`: the tools
+    /// it found join the list, as a search's do, and it counts as a search.
+    pub fn native_search(
+        &mut self,
+        comp: &Composite,
+        state: &mut State,
+        counter: &Counter,
+        ledger: &mut Ledger,
+        search: &NativeSearch,
+        turn: usize,
+    ) -> Answered {
+        let call = ToolCall {
+            id: format!("provider_search_{}", self.calls.len()),
+            name: PROVIDER_SEARCH.to_string(),
+            arguments: search.query.clone(),
+        };
+        let r = comp.native_search(state, search);
+        self.record(state, counter, ledger, &call, r, turn, Vec::new(), false)
+    }
+
+    /// Holds an answer to the result budget, counts it into `ledger` and records the
+    /// call.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        state: &mut State,
+        counter: &Counter,
+        ledger: &mut Ledger,
+        call: &ToolCall,
+        mut r: crate::strategy::Resolution,
+        turn: usize,
+        skills_in_context: Vec<String>,
+        unloaded: bool,
+    ) -> Answered {
         let whole = r.content.len();
         let (content, kept) = self.budget.apply_kept(std::mem::take(&mut r.content));
         r.content = content;

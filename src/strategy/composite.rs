@@ -12,10 +12,10 @@ use crate::catalog::{Address, Catalog, Kind};
 use crate::disclosure::Disclosure;
 use crate::environment::Databases;
 use crate::scenario::ExpectedCall;
-use crate::wire::{Context, Message, ToolCall, ToolDef};
+use crate::wire::{Context, Message, NativeSearch, NativeTools, ToolCall, ToolDef};
 
 use super::config::{ProtocolConfig, SelectionConfig, UnloadedCalls};
-use super::mode::{Mode, Placement};
+use super::mode::{Mode, Placement, SearchVariant};
 use super::protocol::{Effect, Env, ProtocolError, Resolution, Retrieved, State, Strategy};
 use super::selection::{self, Level};
 use super::templates::{TemplateError, Templates};
@@ -54,6 +54,8 @@ pub struct Composite {
     /// `allowed=on`: every tool and a `request_tools` that lists nothing (every
     /// definition is already there), the one list every request sends.
     allowed_list: OnceLock<Arc<[ToolDef]>>,
+    /// `native=…`: the provider's own tool search over the held-back tools.
+    native: Option<Arc<NativeTools>>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -168,22 +170,43 @@ impl Composite {
                 tools.push(tool.clone());
             }
         }
-        let initial = parts.iter().any(|p| p.held_back().is_some()).then(|| {
-            let keep: HashSet<String> = parts
-                .iter()
-                .flat_map(|p| match p.held_back() {
-                    Some(v) => v,
-                    None => p.render().tools.iter().map(|t| t.name.clone()).collect(),
-                })
-                .collect();
-            tools
-                .iter()
-                .filter(|t| keep.contains(&t.name))
-                .map(|t| t.name.clone())
-                .collect()
-        });
+        let initial: Option<Vec<String>> =
+            parts.iter().any(|p| p.held_back().is_some()).then(|| {
+                let keep: HashSet<String> = parts
+                    .iter()
+                    .flat_map(|p| match p.held_back() {
+                        Some(v) => v,
+                        None => p.render().tools.iter().map(|t| t.name.clone()).collect(),
+                    })
+                    .collect();
+                tools
+                    .iter()
+                    .filter(|t| keep.contains(&t.name))
+                    .map(|t| t.name.clone())
+                    .collect()
+            });
         let tool_words = selection::tool_keywords(&tools);
         let catalog_text = selection::compact_catalog(&tools);
+        // Native tool search: the tools held back are the ones the provider defers.
+        let native = match (mode.search.native, &initial) {
+            (Some(execution), Some(visible)) if mode.searches() => {
+                let deferred: Vec<ToolDef> = tools
+                    .iter()
+                    .filter(|t| !visible.contains(&t.name))
+                    .cloned()
+                    .collect();
+                Some(Arc::new(NativeTools {
+                    execution,
+                    variant: match mode.search.variant {
+                        SearchVariant::Bm25 => "bm25",
+                        SearchVariant::Regex => "regex",
+                    },
+                    search_tool: pool::TOOL_SEARCH.to_string(),
+                    deferred: deferred.into(),
+                }))
+            }
+            _ => None,
+        };
         Ok(Composite {
             mode,
             catalog: catalog.clone(),
@@ -200,6 +223,7 @@ impl Composite {
             base: OnceLock::new(),
             ranked: OnceLock::new(),
             allowed_list: OnceLock::new(),
+            native,
         })
     }
 
@@ -461,6 +485,7 @@ impl Composite {
             json_mode: false,
             messages: messages.to_vec(),
             allowed: self.allowed_names(state),
+            native: self.native.clone(),
         }
     }
 
@@ -654,6 +679,13 @@ impl Composite {
             );
         }
         let r = self.parts[i].resolve(&call.name, &args, state, &env);
+        self.apply(state, &r);
+        r
+    }
+
+    /// What an answer means for the episode: definitions that entered (and the tools
+    /// that join the list), calls executed.
+    fn apply(&self, state: &mut State, r: &Resolution) {
         match &r.effect {
             Effect::Fetched {
                 addresses, join, ..
@@ -675,7 +707,48 @@ impl Composite {
             Effect::Executed { address, .. } => state.executed.push(address.clone()),
             Effect::Error { .. } => {}
         }
+    }
+
+    /// `native=…`: the provider's own tool search and what it means for the episode,
+    /// as discbench's search would: the tools found join the list (the provider expands
+    /// them where it answered), recorded as a search whose results rank what they
+    /// show. A result that cannot be read, or that names a tool this mode never
+    /// deferred, is a protocol error (`native_malformed`); nothing joins.
+    pub fn native_search(&self, state: &mut State, s: &NativeSearch) -> Resolution {
+        let Some(native) = &self.native else {
+            return Resolution::error(
+                pool::NATIVE_MALFORMED.into(),
+                "a provider-side tool search in a mode that defers no tool",
+            );
+        };
+        if let Some(why) = &s.malformed {
+            return Resolution::error(pool::NATIVE_MALFORMED.into(), why.clone());
+        }
+        if let Some(bad) = s.found.iter().find(|n| !native.defers(n)) {
+            return Resolution::error(
+                pool::NATIVE_MALFORMED.into(),
+                format!("the search found `{bad}`, a tool that was never deferred"),
+            );
+        }
+        let addresses = s.found.iter().filter_map(|n| self.address_of(n)).collect();
+        let r = Resolution {
+            // Nothing of discbench's: the provider's result is part of its answer.
+            content: String::new(),
+            effect: Effect::Fetched {
+                addresses,
+                ranked: true,
+                event: Some(pool::SEARCHES.event()),
+                join: s.found.clone(),
+                ends: Vec::new(),
+            },
+        };
+        self.apply(state, &r);
         r
+    }
+
+    /// The provider's own tool search this mode asks for, if any.
+    pub fn native(&self) -> Option<&Arc<NativeTools>> {
+        self.native.as_ref()
     }
 
     /// The oracle's next call toward `target`, through `request_tools` when the tool it

@@ -4,15 +4,16 @@
 //! adds them here; `tests::every_strategys_events_are_listed` checks both ways.
 
 use super::mcp_resource::{DESCRIPTION_REQUIRED, MISSING_TOOL_SELECTION, RESOURCE_READS};
-use super::pool::SEARCHES;
+use super::pool::{NATIVE_MALFORMED, SEARCHES};
 use super::protocol::EventKind;
 
 /// Every defined event, in report order.
-pub const DEFINED: [EventKind; 4] = [
+pub const DEFINED: [EventKind; 5] = [
     MISSING_TOOL_SELECTION,
     DESCRIPTION_REQUIRED,
     SEARCHES,
     RESOURCE_READS,
+    NATIVE_MALFORMED,
 ];
 
 /// The defined event of this name.

@@ -73,6 +73,15 @@ pub struct SearchSettings {
     /// Retrieval: a search tool over the tools not retrieved (else they are out of
     /// reach, as in RAG-MCP).
     pub fallback: bool,
+    /// Tool search as the providers ship it (`native=server|client`): the deferred
+    /// tools are sent with `defer_loading` in every request, and the provider expands
+    /// what a search finds — found by the provider itself (`server`: Anthropic's tool
+    /// search tool, OpenAI's hosted `tool_search`) or by discbench and answered in the
+    /// provider's own form (`client`: `tool_reference` blocks, `tool_search_output`).
+    /// Backends that have no such mechanism, and the mock models, run it as plain
+    /// tool search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub native: Option<crate::wire::Execution>,
 }
 
 impl Default for SearchSettings {
@@ -84,6 +93,7 @@ impl Default for SearchSettings {
             always_on: Vec::new(),
             k: 5,
             fallback: true,
+            native: None,
         }
     }
 }
@@ -111,7 +121,7 @@ pub const EXTRA_PRESETS: [&str; 2] = ["all-tools", "allowed-tools"];
 
 /// The keys of a spec besides the four kinds.
 const SETTING_KEYS: &str =
-    "selection, allowed, search, results, placement, always_on, k, fallback, templates";
+    "selection, allowed, search, results, placement, always_on, k, fallback, native, templates";
 
 impl Mode {
     /// A named preset: `progressive`, `legacy`, `inline` (the seed system's), `mcp-resource`,
@@ -208,6 +218,18 @@ impl Mode {
                         "off" | "false" => false,
                         other => {
                             return Err(ModeError(format!("selection={other}: use on or off")))
+                        }
+                    }
+                }
+                "native" => {
+                    mode.search.native = match v {
+                        "server" => Some(crate::wire::Execution::Server),
+                        "client" => Some(crate::wire::Execution::Client),
+                        "off" => None,
+                        other => {
+                            return Err(ModeError(format!(
+                                "native={other}: use server, client or off"
+                            )))
                         }
                     }
                 }
@@ -322,6 +344,13 @@ impl Mode {
                     .into(),
             ));
         }
+        if self.search.native.is_some() && self.search.placement == Placement::Sorted {
+            return Err(ModeError(
+                "native=… with placement=sorted: a provider expands what its search finds where \
+                 the search answered (placement=append), never in the tool list"
+                    .into(),
+            ));
+        }
         if self.allowed && !self.selection {
             return Err(ModeError(
                 "allowed=on needs selection=on: the selection step's pick is what may be called"
@@ -339,6 +368,7 @@ impl Mode {
             let applies = match *k {
                 "search" | "results" | "placement" => searches,
                 "always_on" => deferred || retrieved,
+                "native" => deferred,
                 "k" | "fallback" => retrieved,
                 _ => true,
             };
@@ -348,6 +378,7 @@ impl Mode {
                     match *k {
                         "k" | "fallback" => "retrieved (retrieval)".to_string(),
                         "always_on" => "deferred or retrieved".to_string(),
+                        "native" => "deferred (tool search)".to_string(),
                         _ =>
                             "deferred (tool search), or retrieved with fallback=search".to_string(),
                     }
@@ -455,6 +486,12 @@ impl Mode {
         }
         if (deferred || retrieved) && !x.always_on.is_empty() {
             s += &format!(",always_on={}", x.always_on.join("+"));
+        }
+        if let Some(n) = x.native {
+            s += match n {
+                crate::wire::Execution::Server => ",native=server",
+                crate::wire::Execution::Client => ",native=client",
+            };
         }
         if let Some(t) = &self.templates {
             s += &format!(",templates={t}");

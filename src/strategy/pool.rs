@@ -20,11 +20,19 @@ use crate::wire::ToolDef;
 
 /// The search tool's name.
 pub const TOOL_SEARCH: &str = "tool_search";
-/// A search made (`tool_search` answered with what it found): an event, not an error.
+/// A search made (`tool_search` answered with what it found, or the provider's own
+/// search under `native=server`): an event, not an error.
 pub const SEARCHES: EventKind = EventKind {
     name: "searches",
     error: false,
-    doc: "searches made (tool_search answered)",
+    doc: "searches made (tool_search answered, or the provider's own)",
+};
+/// A provider-side search that cannot be read (an unknown block type, a result
+/// without tool references) or that names a tool never deferred: a protocol error.
+pub const NATIVE_MALFORMED: EventKind = EventKind {
+    name: "native_malformed",
+    error: true,
+    doc: "provider-side searches that could not be read or named a tool never deferred",
 };
 /// The longest pattern or query a search takes (Anthropic's regex tool search takes
 /// up to 200 characters).

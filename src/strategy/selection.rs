@@ -189,16 +189,15 @@ pub fn context(
         json_mode: level == Level::Json,
         messages: vec![Message::User { content: user }],
         allowed: None,
+        native: None,
     })
 }
 
 /// The plain-text request asked again after an answer that held no JSON object.
 pub fn retry_context(cx: &Context, answer: &str, t: &Templates) -> Result<Context, TemplateError> {
     let mut cx = cx.clone();
-    cx.messages.push(Message::Assistant {
-        content: Some(answer.to_string()),
-        tool_calls: Vec::new(),
-    });
+    cx.messages
+        .push(Message::assistant(Some(answer.to_string()), Vec::new()));
     cx.messages.push(Message::User {
         content: t.render("selection_reformat.j2", ())?,
     });

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::pool::{Pool, SEARCHES, TOOL_SEARCH};
+use super::pool::{Pool, NATIVE_MALFORMED, SEARCHES, TOOL_SEARCH};
 use super::protocol::{Env, EventKind, Rendered, Resolution, State, Strategy};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
@@ -59,7 +59,7 @@ impl Strategy for ToolSearch {
     }
 
     fn events(&self) -> &'static [EventKind] {
-        &[SEARCHES]
+        &[SEARCHES, NATIVE_MALFORMED]
     }
 
     fn shown_up_front(&self) -> Vec<Address> {

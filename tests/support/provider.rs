@@ -144,6 +144,28 @@ impl World {
     /// composite (selection step, retrieval, every call in order), then the oracle
     /// asked with that state.
     pub fn answer(&self, cx: &Context, purpose: Purpose) -> Response {
+        self.answer_with(cx, purpose, false).1
+    }
+
+    /// What the oracle answers to `cx`, with the provider running the tool search
+    /// itself (`native=server`): each search the oracle would make is run here, on the
+    /// provider's side, by the same search over the deferred tools, and the oracle is
+    /// asked again with what it found, until it makes no more. Returns each search
+    /// (what it searched with, what it found) and the answer that follows them.
+    pub fn answer_native(
+        &self,
+        cx: &Context,
+        purpose: Purpose,
+    ) -> (Vec<(Value, Vec<String>)>, Response) {
+        self.answer_with(cx, purpose, true)
+    }
+
+    fn answer_with(
+        &self,
+        cx: &Context,
+        purpose: Purpose,
+        server_search: bool,
+    ) -> (Vec<(Value, Vec<String>)>, Response) {
         let (u, q) = self.find(cx, purpose);
         let unit = &self.units[u];
         let comp = &unit.composite;
@@ -166,7 +188,7 @@ impl World {
         };
         if let Purpose::Select { .. } = purpose {
             let mut session = oracle(state);
-            return block_on(session.respond(&Request {
+            let r = block_on(session.respond(&Request {
                 purpose: Purpose::Select {
                     max: comp.selection_config().max,
                 },
@@ -174,6 +196,7 @@ impl World {
             }))
             .unwrap()
             .response;
+            return (Vec::new(), r);
         }
         if comp.selection_applies() {
             let picked = match comp.selection_shortcut(&query.text) {
@@ -197,9 +220,33 @@ impl World {
         let mut tally = Tally::new(comp);
         let mut ledger = Ledger::default();
         let mut turn = 0;
+        let search_call = |query: &Value| ToolCall {
+            id: "search".into(),
+            name: discbench::strategy::pool::TOOL_SEARCH.into(),
+            arguments: query.to_string(),
+        };
         for m in &cx.messages {
-            if let Message::Assistant { tool_calls, .. } = m {
+            if let Message::Assistant {
+                tool_calls,
+                searches,
+                ..
+            } = m
+            {
                 turn += 1;
+                // The provider's own searches of that answer came first.
+                for s in searches {
+                    let query: Value = serde_json::from_str(&s.query).unwrap();
+                    tally.call(
+                        comp,
+                        &mut state,
+                        &unit.databases,
+                        &self.counter,
+                        &mut ledger,
+                        &search_call(&query),
+                        turn,
+                        Vec::new(),
+                    );
+                }
                 let seen: Vec<String> = state.loaded_skills.iter().cloned().collect();
                 for call in tool_calls {
                     tally.call(
@@ -215,18 +262,59 @@ impl World {
                 }
             }
         }
-        let mut session = oracle(state);
-        let mut r = block_on(session.respond(&Request {
-            purpose,
-            context: cx,
-        }))
-        .unwrap()
-        .response;
+        let state = Arc::new(Mutex::new(state));
+        let ask = |state: &Arc<Mutex<discbench::strategy::State>>| {
+            let truth = GroundTruth {
+                expect: query.expect.clone(),
+                protocol: comp.clone(),
+                state: state.clone(),
+            };
+            let key = OutcomeKey {
+                scenario: unit.scenario.name.clone(),
+                query_id: query.id.clone(),
+                mode: self.mode.clone(),
+                model: "oracle".into(),
+                repeat: 0,
+            };
+            let mut session = Oracle.open(&key, Some(truth));
+            block_on(session.respond(&Request {
+                purpose,
+                context: cx,
+            }))
+            .unwrap()
+            .response
+        };
+        let mut r = ask(&state);
+        let mut searches = Vec::new();
+        if server_search {
+            let search = discbench::strategy::pool::TOOL_SEARCH;
+            while r.calls.iter().any(|c| c.name == search) {
+                for c in r.calls.iter().filter(|c| c.name == search) {
+                    let query: Value = serde_json::from_str(&c.arguments).unwrap();
+                    let a = tally.call(
+                        comp,
+                        &mut state.lock().unwrap(),
+                        &unit.databases,
+                        &self.counter,
+                        &mut ledger,
+                        &search_call(&query),
+                        turn + 1,
+                        Vec::new(),
+                    );
+                    let found = match a.effect {
+                        discbench::strategy::Effect::Fetched { join, .. } => join,
+                        other => panic!("a search the provider runs failed: {other:?}"),
+                    };
+                    searches.push((query, found));
+                }
+                r = ask(&state);
+            }
+        }
         // Ids unique in the conversation, as a provider's are.
         for (i, c) in r.calls.iter_mut().enumerate() {
             c.id = format!("toolu_{turn}_{i}");
         }
-        r
+        (searches, r)
     }
 }
 
@@ -261,10 +349,18 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
             .join(""),
         _ => String::new(),
     };
+    // The tools in the prompt: deferred ones and the API's own search tool aside.
     let tools: Vec<ToolDef> = body["tools"]
         .as_array()
         .map(|ts| {
             ts.iter()
+                .filter(|t| t["defer_loading"] != json!(true))
+                .filter(|t| {
+                    !t["type"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("tool_search_tool")
+                })
                 .map(|t| ToolDef {
                     name: t["name"].as_str().unwrap().to_string(),
                     description: t["description"].as_str().unwrap_or("").to_string(),
@@ -288,6 +384,28 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
                 .filter(|b| b["type"] == "text")
                 .filter_map(|b| b["text"].as_str())
                 .collect();
+            // The API's own searches: each call block with its result.
+            let mut searches = Vec::new();
+            for b in blocks
+                .iter()
+                .filter(|b| b["type"] == "tool_search_tool_result")
+            {
+                let call = blocks
+                    .iter()
+                    .find(|c| c["type"] == "server_tool_use" && c["id"] == b["tool_use_id"])
+                    .unwrap();
+                searches.push(discbench::wire::NativeSearch {
+                    raw: json!([call, b]).to_string(),
+                    query: call["input"].to_string(),
+                    found: b["content"]["tool_references"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|r| r["tool_name"].as_str().unwrap().to_string())
+                        .collect(),
+                    malformed: None,
+                });
+            }
             let calls: Vec<ToolCall> = blocks
                 .iter()
                 .filter(|b| b["type"] == "tool_use")
@@ -305,19 +423,30 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
             messages.push(Message::Assistant {
                 content: (!text.is_empty()).then_some(text),
                 tool_calls: calls,
+                searches,
             });
         } else {
             for b in &blocks {
                 if b["type"] == "tool_result" {
                     let id = b["tool_use_id"].as_str().unwrap().to_string();
-                    let content = match &b["content"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
+                    let (content, references) = match &b["content"] {
+                        Value::String(s) => (s.clone(), Vec::new()),
+                        other => (
+                            other.to_string(),
+                            other
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .filter(|r| r["type"] == "tool_reference")
+                                .map(|r| r["tool_name"].as_str().unwrap().to_string())
+                                .collect(),
+                        ),
                     };
                     messages.push(Message::Tool {
                         name: names.get(&id).cloned().unwrap_or_default(),
                         tool_call_id: id,
                         content,
+                        references,
                     });
                 } else if b["type"] == "text" {
                     messages.push(Message::User {
@@ -339,6 +468,7 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
             json_mode: false,
             messages,
             allowed: None,
+            native: None,
         },
         purpose,
     )
@@ -346,7 +476,28 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
 
 /// A Messages API answer for `r`, with `usage`.
 pub fn anthropic_answer(r: &Response, usage: Value) -> Value {
+    anthropic_answer_native(&[], "", r, usage)
+}
+
+/// A Messages API answer whose searches the API ran itself (`server_tool_use` and
+/// `tool_search_tool_result` blocks of the `variant` tool), then `r`.
+pub fn anthropic_answer_native(
+    searches: &[(Value, Vec<String>)],
+    variant: &str,
+    r: &Response,
+    usage: Value,
+) -> Value {
     let mut content = Vec::new();
+    for (k, (query, found)) in searches.iter().enumerate() {
+        let id = format!("srvtoolu_{k}");
+        content.push(json!({"type": "server_tool_use", "id": id,
+                            "name": format!("tool_search_tool_{variant}"), "input": query}));
+        content.push(json!({"type": "tool_search_tool_result", "tool_use_id": id,
+                            "content": {"type": "tool_search_tool_search_result",
+                                        "tool_references": found.iter()
+                                            .map(|n| json!({"type": "tool_reference", "tool_name": n}))
+                                            .collect::<Vec<_>>()}}));
+    }
     if let Some(t) = &r.text {
         content.push(json!({"type": "text", "text": t}));
     }
@@ -404,7 +555,8 @@ pub fn pieces(cx: &Context, counter: &Counter) -> Vec<Piece> {
             Message::Assistant {
                 content,
                 tool_calls,
-            } => usize::from(content.is_some()) + tool_calls.len(),
+                searches,
+            } => usize::from(content.is_some()) + tool_calls.len() + 2 * searches.len(),
             _ => 1,
         };
         out.push(Piece {
@@ -615,8 +767,10 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
                 tool_call_id: m["tool_call_id"].as_str().unwrap().to_string(),
                 name: m["name"].as_str().unwrap_or("").to_string(),
                 content: m["content"].as_str().unwrap().to_string(),
+                references: Vec::new(),
             },
             _ => Message::Assistant {
+                searches: Vec::new(),
                 content: m["content"].as_str().map(str::to_string),
                 tool_calls: m["tool_calls"]
                     .as_array()
@@ -645,6 +799,7 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
             json_mode: false,
             messages,
             allowed: None,
+            native: None,
         },
         purpose,
     )
@@ -656,7 +811,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
         .as_array()
         .map(|ts| {
             ts.iter()
-                .filter(|t| t["type"] == "function")
+                .filter(|t| t["type"] == "function" && t["defer_loading"] != json!(true))
                 .map(|t| ToolDef {
                     name: t["name"].as_str().unwrap().to_string(),
                     description: t["description"].as_str().unwrap_or("").to_string(),
@@ -677,8 +832,64 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
     });
     let mut names: HashMap<String, String> = HashMap::new();
     let mut messages: Vec<Message> = Vec::new();
+    let mut open: Option<Value> = None;
+    let search = discbench::strategy::pool::TOOL_SEARCH;
     for item in body["input"].as_array().unwrap() {
         match (item["type"].as_str(), item["role"].as_str()) {
+            (Some("tool_search_call"), _) if item["execution"] == "client" => {
+                let id = item["call_id"].as_str().unwrap().to_string();
+                names.insert(id.clone(), search.to_string());
+                let call = ToolCall {
+                    id,
+                    name: search.to_string(),
+                    arguments: item["arguments"].to_string(),
+                };
+                match messages.last_mut() {
+                    Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                    _ => messages.push(Message::assistant(None, vec![call])),
+                }
+            }
+            (Some("tool_search_output"), _) if item["execution"] == "client" => {
+                let id = item["call_id"].as_str().unwrap().to_string();
+                messages.push(Message::Tool {
+                    name: search.to_string(),
+                    tool_call_id: id,
+                    content: item["tools"].to_string(),
+                    references: item["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| t["name"].as_str().unwrap().to_string())
+                        .collect(),
+                });
+            }
+            (Some("tool_search_call"), _) => open = Some(item.clone()),
+            (Some("tool_search_output"), _) => {
+                let call = open.take().unwrap();
+                let s = discbench::wire::NativeSearch {
+                    raw: json!([call, item]).to_string(),
+                    query: call["arguments"].to_string(),
+                    found: item["tools"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|t| t["name"].as_str().unwrap().to_string())
+                        .collect(),
+                    malformed: None,
+                };
+                match messages.last_mut() {
+                    Some(Message::Assistant {
+                        searches,
+                        tool_calls,
+                        ..
+                    }) if tool_calls.is_empty() => searches.push(s),
+                    _ => messages.push(Message::Assistant {
+                        content: None,
+                        tool_calls: Vec::new(),
+                        searches: vec![s],
+                    }),
+                }
+            }
             (Some("function_call"), _) => {
                 let id = item["call_id"].as_str().unwrap().to_string();
                 let name = item["name"].as_str().unwrap().to_string();
@@ -692,10 +903,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                 // answer) belong to it.
                 match messages.last_mut() {
                     Some(Message::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                    _ => messages.push(Message::Assistant {
-                        content: None,
-                        tool_calls: vec![call],
-                    }),
+                    _ => messages.push(Message::assistant(None, vec![call])),
                 }
             }
             (Some("function_call_output"), _) => {
@@ -704,6 +912,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                     name: names.get(&id).cloned().unwrap_or_default(),
                     tool_call_id: id,
                     content: item["output"].as_str().unwrap().to_string(),
+                    references: Vec::new(),
                 });
             }
             (_, Some("assistant")) => {
@@ -713,10 +922,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                     .iter()
                     .filter_map(|p| p["text"].as_str())
                     .collect();
-                messages.push(Message::Assistant {
-                    content: Some(text),
-                    tool_calls: Vec::new(),
-                });
+                messages.push(Message::assistant(Some(text), Vec::new()));
             }
             (_, Some("user")) => messages.push(Message::User {
                 content: item["content"].as_str().unwrap().to_string(),
@@ -736,6 +942,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
             json_mode: body["text"]["format"]["type"] == "json_object",
             messages,
             allowed,
+            native: None,
         },
         purpose,
     )
@@ -743,7 +950,40 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
 
 /// A Responses API answer for `r`, with `usage`.
 pub fn responses_answer(r: &Response, usage: Value) -> Value {
+    responses_answer_native(&[], &json!({}), r, usage)
+}
+
+/// A Responses API answer whose searches the server ran (hosted `tool_search_call`
+/// and `tool_search_output` items loading the definitions `body` deferred), then `r`.
+pub fn responses_answer_native(
+    searches: &[(Value, Vec<String>)],
+    body: &Value,
+    r: &Response,
+    usage: Value,
+) -> Value {
     let mut output = Vec::new();
+    for (k, (query, found)) in searches.iter().enumerate() {
+        output.push(
+            json!({"type": "tool_search_call", "id": format!("tsc_{k}"), "call_id": null,
+                           "execution": "server", "arguments": query, "status": "completed"}),
+        );
+        let tools: Vec<Value> = found
+            .iter()
+            .map(|n| {
+                body["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["name"] == json!(n) && t["defer_loading"] == json!(true))
+                    .unwrap_or_else(|| panic!("`{n}` was not deferred"))
+                    .clone()
+            })
+            .collect();
+        output.push(
+            json!({"type": "tool_search_output", "id": format!("tso_{k}"), "call_id": null,
+                           "execution": "server", "status": "completed", "tools": tools}),
+        );
+    }
     if let Some(t) = &r.text {
         output.push(
             json!({"type": "message", "id": "msg_local", "role": "assistant",
