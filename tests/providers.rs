@@ -113,8 +113,23 @@ fn anthropic_requests_carry_breakpoints_and_the_measured_cache_equals_the_predic
         },
     );
     let tmp = tempfile::tempdir().unwrap();
-    ok(&run(tmp.path(), scenario, "progressive", &server.url, &[]));
+    let o = run(tmp.path(), scenario, "progressive", &server.url, &[]);
+    ok(&o);
     let dir = tmp.path().join("x");
+    // Every report says it: the terminal table, the CSV, the Markdown below.
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .contains("prompt cache, mcp-reference progressive claude: read"));
+    let csv = read(&dir.join("summary.csv"));
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in [
+        "cache_read",
+        "cache_predicted",
+        "cache_written",
+        "cache_cost_reported",
+        "cache_cost_predicted",
+    ] {
+        assert!(header.contains(&c), "summary.csv lacks {c}");
+    }
     if let Ok(keep) = std::env::var("KEEP_RUN") {
         let _ = std::fs::remove_dir_all(&keep);
         std::fs::create_dir_all(&keep).unwrap();

@@ -1179,6 +1179,21 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         }),
         ("cost_usd_total", &|g: &Group| g.cost_usd.map(|c| c.total)),
         ("cost_usd_mean", &|g: &Group| g.cost_usd.map(|c| c.mean)),
+        // The provider's prompt cache beside the prediction (providers that report it).
+        ("cache_read", &|g: &Group| g.cache.map(|c| c.read as f64)),
+        ("cache_predicted", &|g: &Group| {
+            g.cache.map(|c| c.predicted as f64)
+        }),
+        ("cache_written", &|g: &Group| {
+            g.cache.map(|c| c.written as f64)
+        }),
+        ("cache_ratio", &|g: &Group| g.cache.map(|c| c.ratio)),
+        ("cache_cost_reported", &|g: &Group| {
+            g.cache.and_then(|c| c.cost_reported)
+        }),
+        ("cache_cost_predicted", &|g: &Group| {
+            g.cache.and_then(|c| c.cost_predicted)
+        }),
     ] {
         cols.push(Column::new(name.into(), o(get)));
     }

@@ -33,6 +33,8 @@ pub struct Row {
     /// Share of outcomes with at least one protocol error.
     pub protocol_error: f64,
     pub infra_errors: u64,
+    /// The provider's prompt cache: (read, predicted, written), when it reported it.
+    pub cache: Option<(u64, u64, u64)>,
 }
 
 /// One row per group of the summary, in its order.
@@ -56,6 +58,7 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 savings: g.savings_first_turn,
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
+                cache: g.cache.map(|c| (c.read, c.predicted, c.written)),
             }
         })
         .collect()
@@ -140,6 +143,15 @@ pub fn render(rows: &[Row]) -> String {
     );
     for row in &cells {
         line(&mut out, row);
+    }
+    for r in rows {
+        if let Some((read, predicted, written)) = r.cache {
+            let _ = writeln!(
+                out,
+                "prompt cache, {} {} {}: read {read} tokens where discbench predicts {predicted}, wrote {written}",
+                r.scenario, r.mode, r.model
+            );
+        }
     }
     if rows.iter().any(|r| r.recall.is_some()) {
         out.push_str(UNRANKED_NOTE);
