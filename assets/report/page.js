@@ -1,7 +1,10 @@
-// discbench report page: sortable summary tables, the outcome explorer and its
-// drill-down, and the `#selftest` hook the browser test drives. No network request:
-// the explorer's data is embedded in the page as gzip-compressed JSON (see
-// src/report/explorer.rs) and expanded here with DecompressionStream, a part at a time.
+// discbench report page: the answer (per scenario a chart whose points tell their numbers
+// on hover or focus, and a modes x models matrix of the metric the reader picks), the
+// groups table (sortable, filterable, rare columns folded), the outcome explorer and its
+// drill-down, and the `#selftest` hook the browser test drives. No network request: the
+// groups' numbers are embedded as JSON (#d-groups), the explorer's data as
+// gzip-compressed JSON (see src/report/explorer.rs) expanded here with
+// DecompressionStream, a part at a time.
 (function(){
   'use strict';
   var LAYERS=['system','tool_defs','query','fetched','results','output'];
@@ -21,6 +24,120 @@
   document.querySelectorAll('table.sortable').forEach(function(table){
     Array.prototype.forEach.call(table.tHead.rows[0].cells,function(th,i){
       th.addEventListener('click',function(){sortTable(table,i,th.classList.contains('asc')?-1:1);});});});
+
+  function pct(x){return (x*100).toFixed(1)+'%';}
+  // Whole tokens as the other reports print them (Rust's {:.0}: halves to even).
+  function whole(x){var r=Math.round(x);if(Math.abs(x-Math.trunc(x))===0.5&&r%2!==0)r-=1;return r;}
+
+  // ---- the answer: scenario switch, tooltips, metric matrix ---------------------------
+  var G=null;
+  (function(){var el=document.getElementById('d-groups');if(el)G=JSON.parse(el.textContent);})();
+  var METRIC={};if(G)G.metrics.forEach(function(m){METRIC[m[0]]=m;});
+  var answer=document.getElementById('answer');
+  var tip=document.getElementById('tip');
+  function metricText(kind,v){
+    switch(kind){
+      case 'rate':case 'pct':return pct(v[0]);
+      case 'f3':return v[0].toFixed(3);
+      case 'tok':return fmt(whole(v[0]));
+      case 'delta':return (v[0]>=0?'+':'')+(v[0]*100).toFixed(1)+'%';
+      case 'usd':return '$'+v[0].toFixed(4);
+    }
+    return String(v[0]);
+  }
+  // One scenario's matrix: modes down, models across, shaded from the worst value of the
+  // scenario (white) to the best (green), the best mode of each model in bold.
+  function drawMatrix(table,key){
+    var m=METRIC[key];if(!m||!G)return;
+    var sc=table.getAttribute('data-scenario'),better=m[3]?1:-1;
+    var gs=G.groups.filter(function(g){return g.s===sc;});
+    var modes=[],models=[],at={};
+    gs.forEach(function(g){if(modes.indexOf(g.m)<0)modes.push(g.m);if(models.indexOf(g.md)<0)models.push(g.md);at[g.m+'\u0000'+g.md]=g;});
+    var vals=gs.map(function(g){return g.v[key];}).filter(Boolean).map(function(v){return v[0];});
+    var lo=Math.min.apply(null,vals),hi=Math.max.apply(null,vals),best={};
+    models.forEach(function(md){modes.forEach(function(mo){var g=at[mo+'\u0000'+md],v=g&&g.v[key];
+      if(v&&(best[md]===undefined||better*(v[0]-best[md])>0))best[md]=v[0];});});
+    var h='<thead><tr><th class=l>mode \u2193 model \u2192</th>';
+    models.forEach(function(md){h+='<th>'+esc(md)+'</th>';});
+    h+='</tr></thead><tbody>';
+    modes.forEach(function(mo){
+      h+='<tr><th class=l><i class=sw style="background:'+esc(G.colors[mo]||'#888')+'"></i>'+esc(mo)+'</th>';
+      models.forEach(function(md){
+        var g=at[mo+'\u0000'+md],v=g&&g.v[key];
+        if(!v){h+='<td title="'+(g?'no value for this group':'not run')+'">-</td>';return;}
+        var t=hi>lo?(better>0?(v[0]-lo)/(hi-lo):(hi-v[0])/(hi-lo)):0;
+        var style=hi>lo?' style="background:rgba(30,123,52,'+(0.05+0.35*t).toFixed(3)+')"':'';
+        var cls=hi>lo&&v[0]===best[md]?' class=best':'';
+        h+='<td data-v="'+v[0]+'"'+style+cls+' title="'+esc(mo+' \u00b7 '+md+', n '+g.n)+'">'+metricText(m[2],v)+(m[2]==='rate'&&v.length>2?'<small>['+pct(v[1])+', '+pct(v[2])+']</small>':'')+'</td>';
+      });
+      h+='</tr>';
+    });
+    table.innerHTML=h+'</tbody>';
+    table.setAttribute('data-metric',key);
+  }
+  function setMetric(key){
+    if(!answer)return;
+    answer.querySelectorAll('select[name=metric]').forEach(function(s){s.value=key;});
+    answer.querySelectorAll('table.matrix').forEach(function(t){drawMatrix(t,key);});
+  }
+  function hideTip(){if(tip)tip.hidden=true;}
+  // A point's numbers, from its data-* attributes, beside the point.
+  function showTip(pt){
+    var d=pt.dataset,svg=pt.ownerSVGElement;
+    var h='<b>'+esc(d.mode)+' \u00b7 '+esc(d.model)+'</b><br>exact match '+pct(+d.exact)+' ['+pct(+d.lo)+', '+pct(+d.hi)+'] (95% CI)'+
+      '<br>billed input '+fmt(whole(+d.billed))+' tokens (median; p95 '+fmt(whole(+d.p95))+')'+
+      '<br>first turn '+fmt(whole(+d.first))+' tokens \u00b7 n '+d.n+(+d.infra?' (+'+d.infra+' infra errors)':'')+
+      (d.front==='1'?'<br>best trade-off for '+esc(d.model)+': no other mode is both cheaper and as accurate':'');
+    var same=Array.prototype.filter.call(svg.querySelectorAll('.pt'),function(o){return o!==pt&&o.dataset.billed===d.billed&&o.dataset.exact===d.exact;});
+    if(same.length)h+='<br>same point: '+same.map(function(o){return esc(o.dataset.mode+' \u00b7 '+o.dataset.model);}).join(', ');
+    tip.innerHTML=h;tip.hidden=false;
+    var box=answer.getBoundingClientRect(),r=pt.getBoundingClientRect();
+    var left=r.right-box.left+8,top=r.top-box.top-8;
+    if(left+tip.offsetWidth>box.width-8)left=r.left-box.left-tip.offsetWidth-8;
+    tip.style.left=Math.max(4,left)+'px';tip.style.top=Math.max(4,top)+'px';
+  }
+  function showScenario(sc){
+    answer.querySelectorAll('.tabs button').forEach(function(b){b.setAttribute('aria-selected',String(b.getAttribute('data-scenario')===sc));});
+    answer.querySelectorAll('.panel').forEach(function(p){p.hidden=p.getAttribute('data-scenario')!==sc;});
+    hideTip();
+  }
+  if(answer&&G){
+    answer.querySelectorAll('select[name=metric]').forEach(function(sel){
+      G.metrics.forEach(function(m){var o=document.createElement('option');o.value=m[0];o.textContent=m[1];sel.appendChild(o);});
+      sel.addEventListener('change',function(){setMetric(sel.value);});
+    });
+    setMetric('exact');
+    answer.querySelectorAll('.tabs button').forEach(function(b){b.addEventListener('click',function(){showScenario(b.getAttribute('data-scenario'));});});
+    answer.querySelectorAll('svg.answer-chart').forEach(function(svg){
+      svg.addEventListener('mouseover',function(e){var pt=e.target.closest('.pt');if(pt)showTip(pt);});
+      svg.addEventListener('mouseout',function(e){var pt=e.target.closest('.pt');if(pt&&!(e.relatedTarget&&pt.contains(e.relatedTarget)))hideTip();});
+      svg.addEventListener('focusin',function(e){var pt=e.target.closest('.pt');if(pt)showTip(pt);});
+      svg.addEventListener('focusout',hideTip);
+    });
+  }
+
+  // ---- the groups table: filters and the folded columns --------------------------------
+  var gt=document.querySelector('table.groups'),gf=document.getElementById('group-filters');
+  var FILTERS=[['g-sc','sc'],['g-mode','mode'],['g-model','model']];
+  function groupRows(){return gt?Array.prototype.slice.call(gt.tBodies[0].rows):[];}
+  function filterGroups(){
+    var want={};FILTERS.forEach(function(f){want[f[1]]=gf.querySelector('[name='+f[0]+']').value;});
+    var rows=groupRows(),shown=0;
+    rows.forEach(function(r){var ok=FILTERS.every(function(f){return !want[f[1]]||r.dataset[f[1]]===want[f[1]];});r.hidden=!ok;if(ok)shown++;});
+    gf.querySelector('.count').textContent=shown===rows.length?rows.length+' groups':shown+' of '+rows.length+' groups';
+  }
+  function setGroupFilter(name,value){var sel=gf.querySelector('[name='+name+']');sel.value=value;filterGroups();}
+  if(gt&&gf){
+    FILTERS.forEach(function(f){
+      var sel=gf.querySelector('[name='+f[0]+']'),seen=[];
+      groupRows().forEach(function(r){var v=r.dataset[f[1]];if(seen.indexOf(v)<0)seen.push(v);});
+      seen.forEach(function(v){var o=document.createElement('option');o.value=v;o.textContent=v;sel.appendChild(o);});
+      sel.addEventListener('change',filterGroups);
+    });
+    gf.querySelector('[name=g-more]').addEventListener('change',function(e){gt.classList.toggle('all',e.target.checked);});
+    document.querySelectorAll('[data-filter-scenario]').forEach(function(b){b.addEventListener('click',function(){
+      setGroupFilter('g-sc',b.getAttribute('data-filter-scenario'));document.getElementById('overview').scrollIntoView();});});
+  }
 
   // ---- embedded data -----------------------------------------------------------------
   function bytes(id){
@@ -256,13 +373,124 @@
       });
     });
   }
+  // The layout at the window's size: nothing wider than the window, with the folded
+  // columns shown too, and the first chart inside the first viewport.
+  function layoutCheck(errs,out){
+    var de=document.documentElement;
+    out.setAttribute('data-viewport',innerWidth+'x'+innerHeight);
+    var over=de.scrollWidth-de.clientWidth;
+    out.setAttribute('data-overflow',String(over));
+    if(over>0)errs.push('the page scrolls sideways: '+de.scrollWidth+' > '+de.clientWidth);
+    var more=gf&&gf.querySelector('[name=g-more]');
+    if(more){more.click();
+      var shown=gt.classList.contains('all')&&gt.querySelector('th.x').getClientRects().length>0;
+      if(!shown)errs.push('"more columns" did not show the folded columns');
+      var over2=de.scrollWidth-de.clientWidth;out.setAttribute('data-overflow-more',String(over2));
+      if(over2>0)errs.push('with more columns the page scrolls sideways: '+de.scrollWidth+' > '+de.clientWidth);
+      more.click();
+      if(gt.querySelector('th.x').getClientRects().length)errs.push('"more columns" did not fold them again');}
+    var svg=document.querySelector('svg.answer-chart');
+    if(!svg){errs.push('no answer chart');return;}
+    var r=svg.getBoundingClientRect(),top=r.top+scrollY,left=r.left+scrollX;
+    out.setAttribute('data-chart',[left,top,r.width,r.height].map(Math.round).join(','));
+    if(!(r.width>0&&r.height>0&&top>=0&&left>=0&&top+r.height<=innerHeight&&left+r.width<=innerWidth))
+      errs.push('the first chart ('+out.getAttribute('data-chart')+') is not within the first viewport '+innerWidth+'x'+innerHeight);
+  }
+  // The smallest text of every chart as drawn: its font size times the SVG's scale on the
+  // page, each scenario of the answer shown in turn.
+  function fontCheck(errs,out){
+    var min=Infinity,count=0,seen=[];
+    function measure(){document.querySelectorAll('svg').forEach(function(svg){
+      var r=svg.getBoundingClientRect();if(!r.width||seen.indexOf(svg)>=0)return;seen.push(svg);
+      var vb=svg.viewBox&&svg.viewBox.baseVal,scale=vb&&vb.width?r.width/vb.width:1;
+      svg.querySelectorAll('text').forEach(function(t){if(!t.textContent.trim())return;
+        var px=parseFloat(getComputedStyle(t).fontSize)*scale;count++;if(px<min)min=px;});});}
+    var tabs=answer?answer.querySelectorAll('.tabs button'):[];
+    if(tabs.length){tabs.forEach(function(b){b.click();
+        var p=answer.querySelector('.panel:not([hidden])');
+        if(!p||p.getAttribute('data-scenario')!==b.getAttribute('data-scenario'))errs.push('the switch did not show '+b.textContent);
+        measure();});
+      tabs[0].click();}
+    else measure();
+    out.setAttribute('data-font-min',String(Math.round(min*100)/100));
+    out.setAttribute('data-texts',String(count));
+    if(!(min>=12))errs.push('chart text at '+min+' px');
+  }
+  // Hovering the first point of the first chart shows its numbers; leaving hides them.
+  function hoverCheck(errs,out){
+    var pts=document.querySelectorAll('.panel:not([hidden]) svg.answer-chart .pt'),pt=pts[0];
+    if(!pt){errs.push('no point to hover');return;}
+    // Each point is its error bar, its marker and the disc that takes the pointer, side by
+    // side (an element left open in the markup would nest the rest and hide them).
+    Array.prototype.forEach.call(pts,function(p){var k=p.children;
+      if(k.length!==3||!(k[1].getBoundingClientRect().width>0))errs.push('the point '+p.dataset.mode+' / '+p.dataset.model+' is not drawn as bar, marker and target');});
+    pt.dispatchEvent(new MouseEvent('mouseover',{bubbles:true}));
+    var text=tip.hidden?'':tip.textContent,r=tip.getBoundingClientRect();
+    if(tip.hidden||!r.width)errs.push('hovering a point shows nothing');
+    [pt.dataset.mode,pt.dataset.model,pct(+pt.dataset.exact),pct(+pt.dataset.lo),pct(+pt.dataset.hi),fmt(whole(+pt.dataset.billed))].forEach(function(w){
+      if(text.indexOf(w)<0)errs.push('the tooltip lacks '+w+': '+text);});
+    out.setAttribute('data-hover',text);
+    pt.dispatchEvent(new MouseEvent('mouseout',{bubbles:true,relatedTarget:document.body}));
+    if(!tip.hidden)errs.push('the tooltip stays after the pointer leaves');
+    var sel=answer.querySelector('.panel:not([hidden]) select[name=metric]'),m=answer.querySelector('.panel:not([hidden]) table.matrix');
+    var before=m.textContent;sel.value='billed';sel.dispatchEvent(new Event('change'));
+    if(m.getAttribute('data-metric')!=='billed'||m.textContent===before)errs.push('picking another metric did not change the matrix');
+    out.setAttribute('data-matrix',Array.prototype.map.call(m.querySelectorAll('tbody td'),function(td){return td.textContent;}).join('|'));
+    setMetric('exact');
+  }
+  // The groups table: filters show exactly the rows they name, sorting orders the rows
+  // shown, and both change what is shown.
+  function groupCheck(errs,out){
+    if(!gt){errs.push('no groups table');return;}
+    var rows=groupRows();
+    function shown(){return groupRows().filter(function(r){return r.getClientRects().length>0;});}
+    function keys(){return shown().map(function(r){return r.dataset.sc+'/'+r.dataset.mode+'/'+r.dataset.model;}).join(' ');}
+    var all=keys(),notes=[];
+    [['g-mode','mode',1],['g-sc','sc',1],['g-model','model',1]].forEach(function(f){
+      var sel=gf.querySelector('[name='+f[0]+']');if(sel.options.length<=2)return;
+      var v=sel.options[f[2]].value;sel.value=v;sel.dispatchEvent(new Event('change'));
+      var want=rows.filter(function(r){return FILTERS.every(function(g){var x=gf.querySelector('[name='+g[0]+']').value;return !x||r.dataset[g[1]]===x;});}).length;
+      var s=shown();
+      if(s.length!==want)errs.push(f[1]+' filter: '+s.length+' rows shown, '+want+' expected');
+      if(s.some(function(r){return r.dataset[f[1]]!==v;}))errs.push(f[1]+' filter let another '+f[1]+' through');
+      notes.push(f[1]+'='+v+': '+s.length);
+    });
+    if(keys()===all)errs.push('filtering did not change the rows shown');
+    out.setAttribute('data-filtered',notes.join('; ')+' of '+rows.length);
+    // Sort what one mode's filter shows (every scenario and model of that mode).
+    ['g-sc','g-model'].forEach(function(n){gf.querySelector('[name='+n+']').value='';});filterGroups();
+    var col=-1;Array.prototype.forEach.call(gt.tHead.rows[0].cells,function(th,i){if(th.textContent.trim()==='billed in')col=i;});
+    if(col<0){errs.push('no billed in column');return;}
+    var th=gt.tHead.rows[0].cells[col],filtered=keys();
+    function vals(){return shown().map(function(r){return +r.cells[col].getAttribute('data-v');});}
+    th.dispatchEvent(new MouseEvent('click',{bubbles:true}));var asc=vals(),ka=keys();
+    th.dispatchEvent(new MouseEvent('click',{bubbles:true}));var desc=vals(),kd=keys();
+    for(var i=1;i<asc.length;i++)if(asc[i-1]>asc[i]){errs.push('filtered rows: billed in not ascending');break;}
+    for(var j=1;j<desc.length;j++)if(desc[j-1]<desc[j]){errs.push('filtered rows: billed in not descending');break;}
+    if(ka===kd&&asc[0]!==asc[asc.length-1])errs.push('sorting did not change the order of the rows shown');
+    if(ka.split(' ').sort().join(' ')!==filtered.split(' ').sort().join(' '))errs.push('sorting changed which rows are shown');
+    out.setAttribute('data-sorted',kd.split(' ')[0]+' first of '+desc.length);
+    FILTERS.forEach(function(f){gf.querySelector('[name='+f[0]+']').value='';});filterGroups();
+    if(shown().length!==rows.length)errs.push('clearing the filters did not show every row');
+  }
+  // The groups table's header stays in view while its rows scroll under it.
+  function stickyCheck(errs,out){
+    if(!gt||gt.tBodies[0].rows.length<3)return;
+    var row=gt.tBodies[0].rows[Math.floor(gt.tBodies[0].rows.length/2)];
+    scrollTo(0,row.getBoundingClientRect().top+scrollY);
+    var th=gt.tHead.rows[0].cells[0].getBoundingClientRect().top,table=gt.getBoundingClientRect().top;
+    out.setAttribute('data-sticky',Math.round(th)+' (table top '+Math.round(table)+')');
+    if(!(table<-5&&Math.abs(th)<=1))errs.push('the groups header did not stay at the top: '+out.getAttribute('data-sticky'));
+    scrollTo(0,0);
+  }
   if(location.hash==='#selftest'){
     var out=document.getElementById('selftest');var errs=[];var what='';
+    [layoutCheck,stickyCheck,fontCheck,hoverCheck,groupCheck].forEach(function(f){try{f(errs,out);}catch(e){errs.push(f.name+': '+e);}});
     try{what=sortCheck(errs);if(document.querySelectorAll('svg').length<1)errs.push('no chart');}catch(e){errs.push(String(e));}
     explorerCheck(errs,out).catch(function(e){errs.push('explorer: '+e);}).then(function(){
       if(window.__errors&&window.__errors.length)errs=errs.concat(window.__errors);
       out.setAttribute('data-column',what);
-      out.textContent=errs.length?errs.join('; '):'sorted '+what+' ascending and descending; explorer filtered, sorted and expanded an outcome';
+      out.textContent=errs.length?errs.join('; '):'layout, sticky header, chart text, hover, matrix, filters and sorting checked; sorted '+what+' ascending and descending; explorer filtered, sorted and expanded an outcome';
       out.setAttribute('data-result',errs.length?'fail':'pass');
     });
   }

@@ -3,8 +3,13 @@
 //! Wilson whiskers, accuracy against first-turn tokens with the Pareto front, and —
 //! for a sweep — accuracy, recall@5 and tokens against catalog size with confidence
 //! bands. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
+//! Every text is at least [`chart::MIN_TEXT_PX`] pixels in the SVG (see [`chart`]).
+//!
+//! [`answer`] is apart: the chart `index.html` leads with, written as SVG by hand so
+//! that the page's script can make its points answer a hover.
 
 mod accuracy;
+pub mod answer;
 pub mod chart;
 mod pareto;
 pub mod sweep;
@@ -23,6 +28,27 @@ pub fn scenarios(s: &Summary) -> Vec<String> {
     for g in &s.groups {
         if !v.contains(&g.scenario) {
             v.push(g.scenario.clone());
+        }
+    }
+    v
+}
+
+/// Every mode of a summary in order of first appearance: a mode's colour in every
+/// chart of the run.
+pub fn modes(s: &Summary) -> Vec<String> {
+    distinct(s.groups.iter().map(|g| &g.mode))
+}
+
+/// Every model of a summary in order of first appearance: a model's marker.
+pub fn models(s: &Summary) -> Vec<String> {
+    distinct(s.groups.iter().map(|g| &g.model))
+}
+
+fn distinct<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for n in names {
+        if !v.contains(n) {
+            v.push(n.clone());
         }
     }
     v
@@ -91,6 +117,7 @@ impl Exporter for Plots {
         let out = dir.join("plots");
         std::fs::create_dir_all(&out)?;
         let s = cx.summary;
+        let (modes, models) = (modes(s), models(s));
         for sc in scenarios(s) {
             let groups: Vec<&Group> = s
                 .groups
@@ -113,6 +140,7 @@ impl Exporter for Plots {
                 &accuracy::AccuracyByMode {
                     scenario: &sc,
                     groups: &groups,
+                    modes: &modes,
                 },
                 &out,
                 &format!("accuracy-{sl}"),
@@ -121,6 +149,8 @@ impl Exporter for Plots {
                 &pareto::Pareto {
                     scenario: &sc,
                     groups: &groups,
+                    modes: &modes,
+                    models: &models,
                 },
                 &out,
                 &format!("pareto-{sl}"),

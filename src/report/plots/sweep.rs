@@ -13,7 +13,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::Deserialize;
 
-use super::chart::{color, err, Chart, PlotError, FONT};
+use super::chart::{color, err, Chart, PlotError, AXIS, CAPTION, FONT, LABEL};
 use crate::analysis::stats::wilson;
 use crate::analysis::summary::Summary;
 use crate::record::reader;
@@ -22,11 +22,7 @@ use crate::scenario::sweep::split_point;
 /// The metrics drawn, with their file-name part, title and axis.
 pub const METRICS: [(&str, &str, &str); 4] = [
     ("exact", "exact match", "exact match (%), 95% Wilson band"),
-    (
-        "recall",
-        "recall@5",
-        "recall@5 (%), modes that rank what they show, 95% band of the mean",
-    ),
+    ("recall", "recall@5", "recall@5 (%), ranked modes, 95% band"),
     (
         "first-turn",
         "first-turn tokens",
@@ -238,10 +234,10 @@ impl Chart for SweepChart<'_> {
             pts().map(|p| p.hi.max(p.y)).fold(1.0, f64::max) * 1.12
         };
         let mut chart = ChartBuilder::on(area)
-            .caption(&self.title, (FONT, 22))
+            .caption(&self.title, (FONT, CAPTION))
             .margin(16)
-            .x_label_area_size(50)
-            .y_label_area_size(80)
+            .x_label_area_size(64)
+            .y_label_area_size(90)
             .build_cartesian_2d((xmin / 1.25..xmax * 1.25).log_scale(), 0f64..ymax)
             .map_err(err)?;
         chart
@@ -250,8 +246,8 @@ impl Chart for SweepChart<'_> {
             .y_desc(self.ydesc)
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 15))
+            .label_style((FONT, LABEL))
+            .axis_desc_style((FONT, AXIS))
             .draw()
             .map_err(err)?;
         for (i, (mode, pts)) in self.series.iter().enumerate() {
@@ -281,7 +277,7 @@ impl Chart for SweepChart<'_> {
             .configure_series_labels()
             .background_style(WHITE.mix(0.9))
             .border_style(BLACK)
-            .label_font((FONT, 13))
+            .label_font((FONT, LABEL))
             .position(if self.percent {
                 SeriesLabelPosition::LowerLeft
             } else {
