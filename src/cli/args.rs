@@ -44,6 +44,11 @@ pub enum Command {
     /// MCP captures, up to each size; one run directory, resumable and shardable like
     /// any other, whose report draws accuracy, recall@5 and tokens against size.
     Sweep(Box<SweepArgs>),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(super::completions::CompletionsArgs),
+    /// Print the manual page of discbench or of one command (roff, from the same
+    /// definitions as --help), or write every page into a directory with --out.
+    Man(super::completions::ManArgs),
 }
 
 #[derive(Args, Debug)]
@@ -146,6 +151,10 @@ pub struct ReportArgs {
     /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
+    /// Open index.html afterwards: with $DISCBENCH_OPENER, else $BROWSER, else the
+    /// platform's opener (xdg-open, open, start); where none exists, say so and go on.
+    #[arg(long)]
+    pub open: bool,
 }
 
 #[derive(Args, Debug)]

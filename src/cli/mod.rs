@@ -4,6 +4,7 @@
 
 pub mod args;
 mod compare_cmd;
+pub mod completions;
 pub mod config;
 pub mod environment;
 pub mod failure;
@@ -27,6 +28,8 @@ pub use environment::Environment;
 pub use failure::Failure;
 pub use tokens::tokens_report;
 
+use clap::CommandFactory;
+
 /// Runs a parsed command; returns the exit code.
 pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     match cli.command {
@@ -40,5 +43,7 @@ pub fn dispatch(cli: Cli, env: Environment, out: &mut dyn std::io::Write) -> Res
         Command::ScoreBfcl(a) => score_bfcl::score_bfcl(a, out),
         Command::Serve(a) => serve::serve(a, env),
         Command::Sweep(a) => run::sweep(*a, env, out),
+        Command::Completions(a) => completions::completions(a, Cli::command(), out),
+        Command::Man(a) => completions::man(a, Cli::command(), out),
     }
 }

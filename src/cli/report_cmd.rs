@@ -1,6 +1,7 @@
 //! `discbench report`: re-renders every report of a run from its outcomes (no model
 //! is called), and the shared end of `run`, `merge` and `report`: aggregate, write
-//! every report file, print the table, judge against a baseline.
+//! every report file, print the table, judge against a baseline; and `report --open`,
+//! which hands the page to a browser.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,7 +23,11 @@ pub fn report(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         )));
     }
     let baseline = load_baseline(a.baseline.as_deref())?;
-    finish_report(&a.run_dir, baseline.as_ref(), &thresholds, false, out)
+    let code = finish_report(&a.run_dir, baseline.as_ref(), &thresholds, false, out)?;
+    if a.open {
+        open_page(&a.run_dir.join("index.html"), &Openers::from_env());
+    }
+    Ok(code)
 }
 
 /// `--baseline`, read before any work starts.
@@ -81,5 +86,154 @@ pub fn report_failure(e: anyhow::Error) -> Failure {
         Failure::Usage(format!("{e:#}"))
     } else {
         Failure::Infra(e)
+    }
+}
+
+/// Where the commands that may open a page come from: `$DISCBENCH_OPENER` (one
+/// program, given the page; alone when set), `$BROWSER` (`:`-separated commands, each
+/// split on white space, the page replacing `%s` or appended), then the platform's
+/// opener.
+#[derive(Debug, Clone, Default)]
+pub struct Openers {
+    pub discbench_opener: Option<String>,
+    pub browser: Option<String>,
+}
+
+impl Openers {
+    pub fn from_env() -> Openers {
+        let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Openers {
+            discbench_opener: var("DISCBENCH_OPENER"),
+            browser: var("BROWSER"),
+        }
+    }
+
+    /// Each command to try, in order: the program and its arguments, the page included.
+    pub fn commands(&self, page: &str) -> Vec<Vec<String>> {
+        if let Some(program) = &self.discbench_opener {
+            return vec![vec![program.clone(), page.to_string()]];
+        }
+        let mut out = Vec::new();
+        for entry in self.browser.iter().flat_map(|b| b.split(':')) {
+            let mut words: Vec<String> = entry.split_whitespace().map(str::to_string).collect();
+            if words.is_empty() {
+                continue;
+            }
+            if words.iter().any(|w| w.contains("%s")) {
+                for w in &mut words {
+                    *w = w.replace("%s", page);
+                }
+            } else {
+                words.push(page.to_string());
+            }
+            out.push(words);
+        }
+        let platform: &[&str] = if cfg!(target_os = "macos") {
+            &["open"]
+        } else if cfg!(windows) {
+            &["cmd", "/C", "start", ""]
+        } else {
+            &["xdg-open"]
+        };
+        let mut words: Vec<String> = platform.iter().map(|w| w.to_string()).collect();
+        words.push(page.to_string());
+        out.push(words);
+        out
+    }
+}
+
+/// How long the platform's opener may take to say it failed; one still running then
+/// is taken to be showing the page, and left to run (as a browser it started would).
+const OPENER_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Opens a written page with the first opener that works. Never fails the command:
+/// where no opener works it says so on stderr, naming the page.
+pub fn open_page(page: &Path, openers: &Openers) {
+    let page = std::path::absolute(page).unwrap_or_else(|_| page.to_path_buf());
+    let shown = page.display().to_string();
+    let commands = openers.commands(&shown);
+    let last = commands.len() - 1;
+    let mut tried = Vec::new();
+    for (i, command) in commands.iter().enumerate() {
+        let (program, args) = command.split_first().expect("a command has a program");
+        // A command the user named runs to its end, as a terminal browser must; the
+        // platform's opener (the last, unless DISCBENCH_OPENER is set) is given a grace.
+        let platform = i == last && openers.discbench_opener.is_none();
+        match run_opener(program, args, platform) {
+            Ok(()) => return,
+            Err(why) => tried.push(format!("{program}: {why}")),
+        }
+    }
+    eprintln!(
+        "discbench report: no browser opened the page ({}); open {shown} yourself",
+        tried.join("; ")
+    );
+}
+
+/// Runs one opener; Ok when it exited 0 (or, with a grace, still runs after it).
+fn run_opener(program: &str, args: &[String], grace: bool) -> Result<(), String> {
+    let mut command = std::process::Command::new(program);
+    command.args(args);
+    if grace {
+        command.stdin(std::process::Stdio::null());
+    }
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "not found".to_string(),
+        _ => e.to_string(),
+    })?;
+    let start = std::time::Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(format!("exited with {status}")),
+            Ok(None) if grace && start.elapsed() >= OPENER_GRACE => return Ok(()),
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn platform() -> Vec<String> {
+        let words: &[&str] = if cfg!(target_os = "macos") {
+            &["open", "/r/index.html"]
+        } else if cfg!(windows) {
+            &["cmd", "/C", "start", "", "/r/index.html"]
+        } else {
+            &["xdg-open", "/r/index.html"]
+        };
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn discbench_opener_alone_then_browser_then_the_platform() {
+        let page = "/r/index.html";
+        let only = Openers {
+            discbench_opener: Some("/bin/my opener".into()),
+            browser: Some("firefox".into()),
+        };
+        assert_eq!(only.commands(page), [words(&["/bin/my opener", page])]);
+
+        let browser = Openers {
+            discbench_opener: None,
+            browser: Some("w3m:firefox --new-tab %s: :chromium --app=%s --x".into()),
+        };
+        assert_eq!(
+            browser.commands(page),
+            [
+                words(&["w3m", page]),
+                words(&["firefox", "--new-tab", page]),
+                words(&["chromium", "--app=/r/index.html", "--x"]),
+                platform(),
+            ]
+        );
+        assert_eq!(Openers::default().commands(page), [platform()]);
     }
 }
