@@ -33,6 +33,12 @@ pub enum Disclosure {
     /// Connectors, databases, MCP: the top-k tools by retrieval for the query are the
     /// ones shown.
     Retrieved,
+    /// Connectors, databases, MCP: functions of a typed API the model searches and
+    /// calls from a program (code mode).
+    Code,
+    /// Connectors, databases, MCP: the same API as a file tree the model lists and
+    /// reads (code files).
+    Files,
 }
 
 impl Disclosure {
@@ -44,6 +50,8 @@ impl Disclosure {
             Disclosure::Resource => "resource",
             Disclosure::Deferred => "deferred",
             Disclosure::Retrieved => "retrieved",
+            Disclosure::Code => "code",
+            Disclosure::Files => "files",
         }
     }
 
@@ -83,14 +91,18 @@ impl Disclosure {
             "resource" => Some(Disclosure::Resource),
             "deferred" => Some(Disclosure::Deferred),
             "retrieved" => Some(Disclosure::Retrieved),
+            "code" => Some(Disclosure::Code),
+            "files" => Some(Disclosure::Files),
             _ => None,
         };
         let ok = |d: Disclosure| match d {
             Disclosure::Progressive => true,
             Disclosure::Inline => kind == Kind::Skills,
-            Disclosure::Legacy | Disclosure::Deferred | Disclosure::Retrieved => {
-                kind != Kind::Skills
-            }
+            Disclosure::Legacy
+            | Disclosure::Deferred
+            | Disclosure::Retrieved
+            | Disclosure::Code
+            | Disclosure::Files => kind != Kind::Skills,
             Disclosure::Resource => kind == Kind::Mcp,
         };
         if let Some(d) = d.filter(|d| ok(*d)) {
@@ -99,10 +111,10 @@ impl Disclosure {
         Err(ModeError(match kind {
             Kind::Skills => format!("`{value}` is not a disclosure for skills; use progressive or inline"),
             Kind::Mcp => format!(
-                "`{value}` is not a disclosure for mcp; use progressive, legacy, resource, deferred or retrieved"
+                "`{value}` is not a disclosure for mcp; use progressive, legacy, resource, deferred, retrieved, code or files"
             ),
             k => format!(
-                "`{value}` is not a disclosure for {}; use progressive, legacy, deferred or retrieved (resource is for mcp only)",
+                "`{value}` is not a disclosure for {}; use progressive, legacy, deferred, retrieved, code or files (resource is for mcp only)",
                 k.as_str()
             ),
         }))

@@ -29,7 +29,7 @@
 //! environment
 //! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
-//! ground: wire, hash, error, exit, events
+//! ground: wire, hash, error, exit, events, sandbox
 //! ```
 //!
 //! - `cli` parses flags and dispatches; nothing imports it.
@@ -55,7 +55,8 @@
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
 //!   and the lexical model); `events` names protocol refusals and the events a
 //!   strategy defines (so that scoring and the record count them by name, knowing no
-//!   strategy); `wire`, `hash`, `error` and `exit` stand alone;
+//!   strategy); `sandbox` runs code mode's programs in an embedded, bounded
+//!   JavaScript engine; `wire`, `hash`, `error` and `exit` stand alone;
 //!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
 //!   (`import mcp`), and imports nothing of the crate.
 
@@ -76,6 +77,7 @@ pub mod model;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod scenario;
 pub mod score;
 pub mod serve;

@@ -378,6 +378,10 @@ fn imported_scenarios_run_with_each_query_scoped_to_its_entry() {
         "progressive",
         "--mode",
         "tool-search",
+        "--mode",
+        "code-mode",
+        "--mode",
+        "code-files",
         "--out",
         runs.to_str().unwrap(),
         "--run-id",
@@ -392,7 +396,7 @@ fn imported_scenarios_run_with_each_query_scoped_to_its_entry() {
         .collect();
     let queries: usize = scenarios.iter().map(|s| s.queries.len()).sum();
     let outcomes = lines(&runs.join("bfcl/outcomes.jsonl"));
-    assert_eq!(outcomes.len(), 3 * queries);
+    assert_eq!(outcomes.len(), 5 * queries);
     for o in &outcomes {
         let id = o["query_id"].as_str().unwrap();
         assert_eq!(

@@ -2,16 +2,12 @@
 //! table in the README, and the token figures of its formats measured on the same
 //! catalogs (o200k counts of what FIM One renders, taken from a reading of its source).
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use discbench::catalog::Address;
 use discbench::environment::Databases;
-use discbench::model::{self, Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
-use discbench::record::Outcome;
-use discbench::record::OutcomeKey;
-use discbench::runner::{self, Plan, RunConfig};
+use discbench::model;
 use discbench::scenario::{self, Scenario};
 use discbench::strategy::{
     Composite, Cut, Effect, Mode, ProtocolConfig, ResultLimits, SelectionConfig, Templates,
@@ -20,6 +16,9 @@ use discbench::strategy::{
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::{Context, Response, ToolCall};
 use serde_json::{json, Value};
+
+mod support;
+use support::scripted::{run_query, Scripted};
 
 fn hub() -> Scenario {
     scenario::load(Path::new("scenarios/enterprise-hub.yaml")).unwrap()
@@ -180,81 +179,6 @@ fn formats_cost_what_fim_ones_cost() {
         })
         .sum();
     near("mcp discover, 14 servers", total, 103_873, 0.0);
-}
-
-/// A model that answers from two scripts, one for the selection step and one for
-/// agent turns ("Done." when a script runs out), and keeps every request it was sent.
-#[derive(Clone, Default)]
-struct Scripted {
-    select: Vec<Response>,
-    act: Vec<Response>,
-    /// Whether it has a JSON mode.
-    json: bool,
-    seen: Arc<Mutex<Vec<(bool, Context)>>>,
-}
-
-struct ScriptedSession {
-    select: VecDeque<Response>,
-    act: VecDeque<Response>,
-    seen: Arc<Mutex<Vec<(bool, Context)>>>,
-}
-
-impl Backend for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-    fn json_mode(&self) -> bool {
-        self.json
-    }
-    fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
-        Box::new(ScriptedSession {
-            select: self.select.clone().into(),
-            act: self.act.clone().into(),
-            seen: self.seen.clone(),
-        })
-    }
-}
-
-#[async_trait::async_trait]
-impl Session for ScriptedSession {
-    async fn respond(&mut self, r: &Request<'_>) -> Result<Answer, ModelError> {
-        let select = matches!(r.purpose, Purpose::Select { .. });
-        self.seen.lock().unwrap().push((select, r.context.clone()));
-        let next = if select {
-            self.select.pop_front()
-        } else {
-            self.act.pop_front()
-        };
-        Ok(next.unwrap_or_else(|| Response::say("Done.")).into())
-    }
-}
-
-fn run_query(
-    sc: &Scenario,
-    mode: &str,
-    cfg: ProtocolConfig,
-    backend: &dyn Backend,
-    query: &str,
-) -> Outcome {
-    let counter = Counter::new(Encoding::O200kBase);
-    let rc = RunConfig {
-        run_id: "fidelity".into(),
-        scenario_paths: Vec::new(),
-        modes: vec![Mode::parse(mode).unwrap()],
-        models: vec![backend.name().into()],
-        repeat: 1,
-        max_turns: 6,
-        protocol: cfg,
-        templates: Arc::new(Templates::builtin()),
-        templates_dir: None,
-    };
-    let plan = Plan::build(std::slice::from_ref(sc), &rc, &counter).unwrap();
-    let item = plan
-        .items
-        .iter()
-        .position(|it| sc.queries[it.query].id == query)
-        .expect("the query exists");
-    runner::run_one(&plan, item, backend, &counter)
 }
 
 fn select_call(names: &[&str]) -> Response {

@@ -893,3 +893,66 @@ fn a_closed_stdout_is_not_an_error_and_the_report_is_still_written() {
     assert_eq!(status.code(), Some(0));
     assert!(dir.path().join("pipe/index.html").is_file());
 }
+
+/// Code mode: the drill-down shows each program and points each call a program made
+/// back to that program's row.
+#[test]
+fn a_programs_calls_point_to_it_in_the_drill_down() {
+    use discbench::record::Outcome;
+    use discbench::report::explorer::{expand, CHUNK};
+    let dir = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args([
+            "run",
+            "fixtures/snapshot/tiny.yaml",
+            "--mode",
+            "code-mode",
+            "--model",
+            "oracle",
+            "--run-id",
+            "code",
+            "--out",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let run = dir.path().join("code");
+    let blocks = data_blocks(&read(&run.join("index.html")));
+    let rows = expand(&blocks["d-rows"]).unwrap();
+    let d: Vec<usize> = rows["cols"]["d"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap() as usize)
+        .collect();
+    let outcomes: Vec<Outcome> = read(&run.join("outcomes.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<&str> = rows["cols"]["q"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            rows["queries"][q.as_u64().unwrap() as usize][1]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    let mut inner = 0;
+    for o in &outcomes {
+        let i = ids.iter().position(|id| *id == o.query_id).unwrap();
+        let chunk = expand(&blocks[&format!("d-det-{}", d[i] / CHUNK)]).unwrap();
+        let calls = chunk[d[i] % CHUNK]["c"].as_array().unwrap().clone();
+        assert_eq!(calls.len(), o.calls.len());
+        for (c, w) in calls.iter().zip(&o.calls) {
+            assert_eq!(c[7].as_i64(), Some(w.program.map_or(-1, |p| p as i64)));
+            if let Some(p) = w.program {
+                inner += 1;
+                assert_eq!(o.calls[p].tool, "run_code");
+            }
+        }
+    }
+    assert!(inner >= 3, "the oracle's programs made {inner} calls");
+}

@@ -86,6 +86,8 @@ fn oracle_is_exact_on_every_query_under_every_new_strategy() {
             "tool-search,placement=sorted",
             "retrieval",
             "allowed-tools",
+            "code-mode",
+            "code-files",
         ] {
             let plan = plan(sc, mode, "oracle", &counter);
             for q in 0..sc.queries.len() {
@@ -522,6 +524,8 @@ fn every_strategys_events_are_listed() {
         "mcp-resource",
         "tool-search",
         "retrieval",
+        "code-mode",
+        "code-files",
     ] {
         for k in composite(&sc, mode).events() {
             assert!(DEFINED.contains(&k), "{mode}: {} is not in DEFINED", k.name);

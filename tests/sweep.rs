@@ -199,7 +199,13 @@ fn the_oracle_reaches_every_expectation_at_every_size() {
     let counter = Counter::new(Encoding::O200kBase);
     let oracle = discbench::model::build("oracle").unwrap();
     let mut failures = Vec::new();
-    for mode in ["progressive", "legacy", "tool-search"] {
+    for mode in [
+        "progressive",
+        "legacy",
+        "tool-search",
+        "code-mode",
+        "code-files",
+    ] {
         let cfg = RunConfig {
             run_id: "t".into(),
             scenario_paths: Vec::new(),

@@ -258,7 +258,13 @@
     });
     if(d.c.length){
       h+='<table class=calls><thead><tr><th>turn</th><th class=l>call</th><th class=l>effect</th><th class=l>address</th><th class=l>note</th></tr></thead><tbody>';
-      d.c.forEach(function(c){h+='<tr><td>'+c[0]+'</td><td class=l><code>'+esc(str(c[1]))+'('+esc(str(c[2]))+')</code></td><td class=l>'+esc(str(c[3]))+'</td><td class=l>'+esc(str(c[4]))+'</td><td class=l>'+esc(str(c[5]))+(c[6]?' (blind)':'')+'</td></tr>';});
+      d.c.forEach(function(c,j){
+        var cell='<code>'+esc(str(c[1]))+'('+esc(str(c[2]))+')</code>';
+        // A program (code mode): its text, numbered; each call it made points back to it.
+        if(str(c[3])==='program'){var code=str(c[2]);try{code=JSON.parse(code).code||code;}catch(e){}
+          cell='<code>'+esc(str(c[1]))+'</code> program #'+(j+1)+'<pre>'+esc(code)+'</pre>';}
+        if(c[7]>=0)cell='<span class=inprog>↳ in program #'+(c[7]+1)+'</span> '+cell;
+        h+='<tr><td>'+c[0]+'</td><td class=l>'+cell+'</td><td class=l>'+esc(str(c[3]))+'</td><td class=l>'+esc(str(c[4]))+'</td><td class=l>'+esc(str(c[5]))+(c[6]?' (blind)':'')+'</td></tr>';});
       h+='</tbody></table>';
     }
     if(d.ft>=0)h+='<details><summary>final answer</summary><pre>'+esc(str(d.ft))+'</pre></details>';

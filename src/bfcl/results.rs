@@ -160,6 +160,7 @@ pub fn judge(
                 cut: Vec::new(),
                 malformed: false,
                 event: None,
+                program: None,
             }
         })
         .collect();

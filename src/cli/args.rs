@@ -176,10 +176,11 @@ pub struct Common {
     /// Scenario files or directories [default: scenarios]
     pub scenarios: Vec<PathBuf>,
     /// Modes: presets (progressive, legacy, inline, mcp-resource, tool-search,
-    /// retrieval, all-tools) or specs like `skills=inline,mcp=legacy,selection=off`,
+    /// retrieval; not run by default: all-tools, allowed-tools, code-mode, code-files)
+    /// or specs like `skills=inline,mcp=legacy,selection=off`,
     /// `tool-search,search=regex,results=3`, `retrieval,k=10,fallback=none`,
     /// `mcp=resource,selection=off,templates=mcp-pd-brief`; repeat or separate with `;`.
-    /// Default: the six presets but all-tools, or the mode set by *_TOOL_MODE variables.
+    /// Default: the first six presets, or the mode set by *_TOOL_MODE variables.
     #[arg(long = "mode", value_name = "MODE")]
     pub modes: Vec<String>,
     /// Tokenizer: o200k_base or cl100k_base [default: o200k_base]

@@ -61,6 +61,12 @@ enum Step {
     Read(String),
     /// A call of a tool: under `mcp-resource` a refusal names what to read first.
     Called(String),
+    /// Code mode: a search of the API's declarations; a program calls the best.
+    CodeSearch,
+    /// Code files: a group's `index.ts`; read the best function's declaration.
+    Index(String),
+    /// Code files: a function's declaration; a program calls it.
+    Declaration,
     Done,
 }
 
@@ -76,6 +82,10 @@ enum Option_ {
     Unloaded(String),
     /// The `tool_search` tool: held-back tools are found by searching.
     Search,
+    /// Code mode's `search_api`: the API's functions are found by searching.
+    CodeSearch,
+    /// Code files: a group's folder, named by the system prompt.
+    Folder(String),
 }
 
 #[async_trait::async_trait]
@@ -151,7 +161,7 @@ impl LexicalSession {
         let scores = bm25::scores(query, &docs);
         let search = options
             .iter()
-            .position(|(o, _)| matches!(o, Option_::Search));
+            .position(|(o, _)| matches!(o, Option_::Search | Option_::CodeSearch));
         let top = (0..options.len())
             .filter(|i| Some(*i) != search)
             .max_by(|a, b| scores[*a].total_cmp(&scores[*b]).then(b.cmp(a)))
@@ -214,6 +224,16 @@ impl LexicalSession {
                 TOOL_SEARCH.to_string(),
                 json!({"query": search_query(cx, query)}),
                 Step::Search,
+            ),
+            Option_::CodeSearch => (
+                SEARCH_API.to_string(),
+                json!({"query": search_query(cx, query)}),
+                Step::CodeSearch,
+            ),
+            Option_::Folder(g) => (
+                READ_FILE.to_string(),
+                json!({"path": format!("servers/{g}/index.ts")}),
+                Step::Index(g.clone()),
             ),
             Option_::Skill(s) => ("read_skill".to_string(), json!({"name": s}), Step::Done),
             Option_::Stub { tool, param, name } => {
@@ -293,6 +313,22 @@ impl LexicalSession {
                         ));
                     }
                 }
+                Some(Step::CodeSearch | Step::Declaration) => {
+                    if let Some(call) = self.program_for(&content, query) {
+                        out.push(call);
+                    }
+                }
+                Some(Step::Index(g)) => {
+                    if let Some(f) = best_export(&content, query) {
+                        let id = self.id();
+                        self.pending.insert(id.clone(), Step::Declaration);
+                        out.push(ToolCall::new(
+                            id,
+                            READ_FILE,
+                            &json!({"path": format!("servers/{g}/{f}.ts")}),
+                        ));
+                    }
+                }
                 Some(Step::Load(t)) if cx.tool(&t).is_some() => {
                     let id = self.id();
                     let schema = cx
@@ -331,6 +367,44 @@ impl LexicalSession {
             t.name.clone(),
             &fill_from_query(&t.parameters, query),
         ))
+    }
+
+    /// Code mode: a one-call program for the best of the declarations `content`
+    /// holds, with arguments from the query (for a database, the best table's rows).
+    fn program_for(&mut self, content: &str, query: &str) -> Option<ToolCall> {
+        let found = declarations(content);
+        let docs: Vec<String> = found
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} {} {}",
+                    d.group.replace('_', " "),
+                    d.name.replace('_', " "),
+                    d.doc
+                )
+            })
+            .collect();
+        let (i, _) = bm25::best(query, &docs)?;
+        let d = &found[i];
+        let args = if let Some(tables) = d.doc.split("Tables: ").nth(1) {
+            let names: Vec<&str> = tables
+                .split("; ")
+                .filter_map(|t| t.split('(').next())
+                .map(str::trim)
+                .collect();
+            let table_docs: Vec<String> = names.iter().map(|n| n.replace('_', " ")).collect();
+            let t = bm25::best(query, &table_docs).map_or(0, |(i, _)| i);
+            json!({"sql": format!("SELECT * FROM {} LIMIT 20", names.get(t)?)})
+        } else {
+            fill_from_query(&d.schema, query)
+        };
+        let code = format!(
+            "const r = api.{}.{}({args});\nconsole.log(JSON.stringify(r));",
+            d.group, d.name
+        );
+        let id = self.id();
+        self.pending.insert(id.clone(), Step::Done);
+        Some(ToolCall::new(id, RUN_CODE, &json!({"code": code})))
     }
 
     fn after_discover(
@@ -459,6 +533,21 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
                 }
             }
             TOOL_SEARCH => out.push((Option_::Search, t.description.clone())),
+            SEARCH_API => out.push((Option_::CodeSearch, t.description.clone())),
+            // Code files: the groups are the system prompt's `servers/<group>/` lines.
+            READ_FILE => {
+                for line in cx.system.lines() {
+                    if let Some((g, _)) = line
+                        .strip_prefix("- `servers/")
+                        .and_then(|rest| rest.split_once("/`"))
+                    {
+                        let text = line.replace(['_', '`', '/'], " ");
+                        out.push((Option_::Folder(g.to_string()), text));
+                    }
+                }
+            }
+            // Steps toward a function, never options themselves.
+            RUN_CODE | LIST_FILES => {}
             // Reading resources is a step toward a tool, never an option itself.
             READ_RESOURCE => {}
             "connector" | "mcp" | "database" => {
@@ -489,6 +578,108 @@ fn options(cx: &Context) -> Vec<(Option_, String)> {
 }
 
 const TOOL_SEARCH: &str = "tool_search";
+const SEARCH_API: &str = "search_api";
+const RUN_CODE: &str = "run_code";
+const LIST_FILES: &str = "list_files";
+const READ_FILE: &str = "read_file";
+
+/// One function declaration as code mode writes it.
+struct Declared {
+    group: String,
+    name: String,
+    /// Its doc comment's text.
+    doc: String,
+    /// Its parameters, read back into a JSON Schema (top level only).
+    schema: Value,
+}
+
+/// The declarations a text holds: each `declare namespace api.<group> {` block, its
+/// doc comment, and its function's top-level parameters (`    key?: type;` lines).
+fn declarations(content: &str) -> Vec<Declared> {
+    let mut out: Vec<Declared> = Vec::new();
+    for block in content.split("declare namespace api.").skip(1) {
+        let Some((group, body)) = block.split_once(" {") else {
+            continue;
+        };
+        let Some(name) = body
+            .lines()
+            .find_map(|l| l.strip_prefix("  function "))
+            .and_then(|r| r.split('(').next())
+        else {
+            continue;
+        };
+        let doc: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.strip_prefix("   * ").or_else(|| l.strip_prefix("   *")))
+            .collect();
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for l in body.lines() {
+            let Some(rest) = l.strip_prefix("    ").filter(|r| !r.starts_with(' ')) else {
+                continue;
+            };
+            let Some((key, ty)) = rest.split_once(": ") else {
+                continue;
+            };
+            if key.starts_with("/**") {
+                continue;
+            }
+            let (key, optional) = match key.strip_suffix('?') {
+                Some(k) => (k, true),
+                None => (key, false),
+            };
+            let key = key.trim_matches('"').to_string();
+            let ty = ty.trim_end_matches(';').trim();
+            let schema = if ty.starts_with('"') {
+                let values: Vec<Value> = ty
+                    .split(" | ")
+                    .filter_map(|v| serde_json::from_str(v).ok())
+                    .collect();
+                json!({"type": "string", "enum": values})
+            } else {
+                let t = match ty.split(" | ").next().unwrap_or("") {
+                    "string" => "string",
+                    "number" => "number",
+                    "boolean" => "boolean",
+                    t if t.ends_with("[]") => "array",
+                    _ => "object",
+                };
+                json!({ "type": t })
+            };
+            if !optional {
+                required.push(Value::from(key.clone()));
+            }
+            props.insert(key, schema);
+        }
+        out.push(Declared {
+            group: group.to_string(),
+            name: name.to_string(),
+            doc: doc.join(" "),
+            schema: json!({"type": "object", "properties": props, "required": required}),
+        });
+    }
+    out
+}
+
+/// The function a group's `index.ts` names that best matches the query
+/// (`export { name } from "./name"; // summary` lines).
+fn best_export(content: &str, query: &str) -> Option<String> {
+    let items: Vec<(String, String)> = content
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("export { ")?;
+            let (name, tail) = rest.split_once(" }")?;
+            let summary = tail.split_once("// ").map_or("", |(_, s)| s);
+            Some((
+                name.to_string(),
+                format!("{} {summary}", name.replace('_', " ")),
+            ))
+        })
+        .collect();
+    let docs: Vec<String> = items.iter().map(|(_, d)| d.clone()).collect();
+    let (i, _) = bm25::best(query, &docs)?;
+    Some(items[i].0.clone())
+}
 const READ_RESOURCE: &str = "read_resource";
 
 /// Whether a tool is listed with an open schema and no parameters (`mcp-resource`).

@@ -9,8 +9,17 @@ use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request,
 use super::mock::fill_required;
 use crate::catalog::Address;
 use crate::scenario::expect::ExpectedCall;
-use crate::strategy::Composite;
+use crate::strategy::code_api::RUN_CODE;
+use crate::strategy::{code_files, code_mode, pool, Composite};
 use crate::wire::{Response, ToolCall};
+
+/// Tools the oracle calls once per target still needing them, in one turn.
+const BATCHED: [&str; 4] = [
+    pool::TOOL_SEARCH,
+    code_mode::SEARCH_API,
+    code_files::LIST_FILES,
+    code_files::READ_FILE,
+];
 
 /// The oracle backend: each session is handed the episode's ground truth.
 pub struct Oracle;
@@ -106,18 +115,21 @@ impl OracleSession {
             return super::mock::selection_answer(request.context, &tools);
         }
         let state = truth.state.lock().expect("episode state");
-        for (k, t) in targets.iter().enumerate() {
-            // The same address may be expected twice (e.g. two cities): the k-th
-            // expectation of an address is met by its k-th execution.
+        // The same address may be expected twice (e.g. two cities): the k-th
+        // expectation of an address is met by its k-th execution.
+        let done = |k: usize| {
+            let t = targets[k];
             let earlier = targets[..k]
                 .iter()
                 .filter(|x| x.address == t.address)
                 .count();
-            let done = match &t.address {
+            match &t.address {
                 Address::Skill(n) => state.loaded_skills.contains(n),
                 a => state.executed.iter().filter(|e| *e == a).count() > earlier,
-            };
-            if done {
+            }
+        };
+        for (k, t) in targets.iter().enumerate() {
+            if done(k) {
                 continue;
             }
             let args = oracle_args(t, protocol);
@@ -144,9 +156,26 @@ impl OracleSession {
                         .collect();
                     a = serde_json::json!({ "tool_names": missing });
                 }
-                // Under tool search, one search per tool still to be surfaced, made
-                // together in one turn (parallel calls).
-                if tool == crate::strategy::pool::TOOL_SEARCH {
+                // Code mode: one program for every call still to be made that runs
+                // through it, passing on what earlier calls return.
+                if tool == RUN_CODE {
+                    let calls: Vec<(Address, Value)> = (k..targets.len())
+                        .filter(|&j| !done(j))
+                        .filter_map(|j| {
+                            let later = targets[j];
+                            let args = oracle_args(later, protocol);
+                            let route = protocol.route(later, &args, &state)?;
+                            (route.0 == RUN_CODE).then(|| (later.address.clone(), args))
+                        })
+                        .collect();
+                    if let Some(code) = protocol.program(&calls, request.context.query()) {
+                        a = json!({ "code": code });
+                    }
+                }
+                // Under tool search (and code mode's search and files), one call per
+                // definition still to be shown, made together in one turn (parallel
+                // calls).
+                if BATCHED.contains(&tool.as_str()) {
                     let mut searches: Vec<Value> = Vec::new();
                     for later in &targets[k..] {
                         let route = protocol.route(later, &oracle_args(later, protocol), &state);

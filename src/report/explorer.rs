@@ -369,7 +369,9 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 st.id(c.effect.as_str()),
                 st.opt(c.address.as_ref().map(|a| a.to_string()).as_deref()),
                 st.opt(Some(note.as_str()).filter(|n| !n.is_empty())),
-                u8::from(c.blind)
+                u8::from(c.blind),
+                // A call a program made: that program's index among the calls.
+                c.program.map_or(-1, |p| p as i64)
             ])
         })
         .collect();

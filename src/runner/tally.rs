@@ -11,6 +11,7 @@ use crate::record::{Entry, Layer};
 use crate::scenario::{Query, Scenario};
 use crate::score::surfacing::{self, Event, Surfacing};
 use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
+use crate::strategy::code_api;
 use crate::strategy::results::Budget;
 use crate::strategy::{Composite, Effect, ProtocolError, State};
 use crate::tokens::{Counter, Ledger};
@@ -167,6 +168,7 @@ impl Tally {
             }
         }
         let n = counter.count(&r.content);
+        let mut program_calls: Vec<CallRecord> = Vec::new();
         let mut record = CallRecord {
             turn,
             tool: call.name.clone(),
@@ -183,6 +185,7 @@ impl Tally {
             cut,
             malformed: false,
             event: None,
+            program: None,
         };
         let layer = match &r.effect {
             Effect::Fetched {
@@ -222,6 +225,45 @@ impl Tally {
                 record.malformed = *malformed;
                 Layer::Results
             }
+            // What the program printed is the result; each call it made is a record
+            // of its own, carrying the program's index.
+            Effect::Program { calls, error } => {
+                ledger.results += n;
+                record.effect = CallEffect::Program;
+                record.event = Some(code_api::PROGRAMS.event());
+                if error.is_some() {
+                    record.error = Some(code_api::CODE_ERRORS.into());
+                }
+                program_calls = calls
+                    .iter()
+                    .filter_map(|c| match &c.effect {
+                        Effect::Executed {
+                            address,
+                            args,
+                            schema_errors,
+                            blind,
+                            ..
+                        } => Some(CallRecord {
+                            tool: c.function.clone(),
+                            arguments: args.to_string(),
+                            effect: CallEffect::Executed,
+                            address: Some(address.clone()),
+                            schema_errors: schema_errors.clone(),
+                            blind: *blind,
+                            args: Some(args.clone()),
+                            cut: Vec::new(),
+                            program: Some(self.calls.len()),
+                            error: None,
+                            event: None,
+                            malformed: false,
+                            unloaded: false,
+                            ..record.clone()
+                        }),
+                        _ => None,
+                    })
+                    .collect();
+                Layer::Results
+            }
         };
         let entry = Entry::new(
             layer,
@@ -230,6 +272,7 @@ impl Tally {
             Some(r.content.clone()),
         );
         self.calls.push(record);
+        self.calls.extend(program_calls);
         Answered {
             content: r.content,
             entry,
@@ -267,6 +310,7 @@ impl Tally {
             // A tool that is not in the list is a call made to nothing.
             malformed: error == ProtocolError::UnknownTarget,
             event: None,
+            program: None,
         });
         Entry::new(
             Layer::Results,

@@ -22,6 +22,8 @@ pub enum CallEffect {
     Executed,
     Fetched,
     Error,
+    /// A program ran (code mode); the calls it made are records of their own.
+    Program,
 }
 
 impl CallEffect {
@@ -30,6 +32,7 @@ impl CallEffect {
             CallEffect::Executed => "executed",
             CallEffect::Fetched => "fetched",
             CallEffect::Error => "error",
+            CallEffect::Program => "program",
         }
     }
 }
@@ -73,6 +76,10 @@ pub struct CallRecord {
     /// The event the strategy counted for this call (a search, a resource read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event: Option<Event>,
+    /// A call a program made (code mode): the index of that program's record among the
+    /// episode's calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<usize>,
 }
 
 /// The selection metrics of one outcome.
@@ -232,6 +239,14 @@ pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Prot
                 }
                 if !c.schema_errors.is_empty() {
                     p.schema_violation += 1;
+                }
+            }
+            CallEffect::Program => {
+                if let Some(e) = c.event {
+                    p.add(e.name());
+                }
+                if let Some(ProtocolError::Defined(e)) = c.error {
+                    p.add(e.name());
                 }
             }
             CallEffect::Error => match c.error {

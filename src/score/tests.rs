@@ -37,6 +37,7 @@ fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallR
         cut: Vec::new(),
         malformed: false,
         event: None,
+        program: None,
     }
 }
 
@@ -164,6 +165,7 @@ fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
         cut: Vec::new(),
         malformed: false,
         event: None,
+        program: None,
     }
 }
 

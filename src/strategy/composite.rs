@@ -20,9 +20,9 @@ use super::protocol::{Effect, Env, ProtocolError, Resolution, Retrieved, State, 
 use super::selection::{self, Level};
 use super::templates::{TemplateError, Templates};
 use super::{
-    builtins, connectors_legacy, connectors_progressive, databases_legacy, databases_progressive,
-    mcp_legacy, mcp_progressive, mcp_resource, pool, retrieval, skills_inline, skills_progressive,
-    tool_search,
+    builtins, code_api, code_files, code_mode, connectors_legacy, connectors_progressive,
+    databases_legacy, databases_progressive, mcp_legacy, mcp_progressive, mcp_resource, pool,
+    retrieval, skills_inline, skills_progressive, tool_search,
 };
 
 /// The strategies of one mode, stacked, plus built-ins and the selection step.
@@ -90,10 +90,14 @@ impl Composite {
             });
         }
         let held = |d: Disclosure| matches!(d, Disclosure::Deferred | Disclosure::Retrieved);
+        let coded = |d: Disclosure| matches!(d, Disclosure::Code | Disclosure::Files);
+        // The kinds behind code mode's API.
+        let mut api_kinds: Vec<Kind> = Vec::new();
         if catalog.has(Kind::Connectors) {
             let legacy = || Box::new(connectors_legacy::ConnectorsLegacy::new(catalog));
             match mode.connectors {
                 d if held(d) => pooled.push(legacy()),
+                d if coded(d) => api_kinds.push(Kind::Connectors),
                 Disclosure::Legacy => parts.push(legacy()),
                 _ => parts.push(Box::new(
                     connectors_progressive::ConnectorsProgressive::new(catalog, t)?,
@@ -104,6 +108,7 @@ impl Composite {
             let legacy = databases_legacy::DatabasesLegacy::new(catalog, t, config.row_limit);
             match mode.databases {
                 d if held(d) => pooled.push(Box::new(legacy?)),
+                d if coded(d) => api_kinds.push(Kind::Databases),
                 Disclosure::Legacy => parts.push(Box::new(legacy?)),
                 _ => parts.push(Box::new(databases_progressive::DatabasesProgressive::new(
                     catalog, t,
@@ -113,6 +118,7 @@ impl Composite {
         if catalog.has(Kind::Mcp) {
             match mode.mcp {
                 d if held(d) => pooled.push(Box::new(mcp_legacy::McpLegacy::new(catalog))),
+                d if coded(d) => api_kinds.push(Kind::Mcp),
                 Disclosure::Legacy => parts.push(Box::new(mcp_legacy::McpLegacy::new(catalog))),
                 Disclosure::Resource => parts.push(Box::new(mcp_resource::McpResource::new(
                     catalog, &templates,
@@ -125,8 +131,29 @@ impl Composite {
             // Built-ins are held back with the rest (unless always-on) when any kind is.
             if mode.searches() {
                 pooled.push(b);
-            } else {
+            } else if !mode.codes() {
                 parts.push(b);
+            }
+        }
+        // Code mode: the kinds behind the API (and the built-ins) become one part.
+        if mode.codes() {
+            let api = Arc::new(code_api::CodeApi::new(
+                catalog,
+                &api_kinds,
+                true,
+                crate::sandbox::Limits::default(),
+            ));
+            let files = [mode.connectors, mode.databases, mode.mcp].contains(&Disclosure::Files);
+            if !api.functions.is_empty() {
+                parts.push(if files {
+                    Box::new(code_files::CodeFiles::new(api, t)?)
+                } else {
+                    Box::new(code_mode::CodeMode::new(
+                        api,
+                        mode.search.results,
+                        &templates,
+                    )?)
+                });
             }
         }
         if !pooled.is_empty() {
@@ -705,6 +732,13 @@ impl Composite {
                 }
             }
             Effect::Executed { address, .. } => state.executed.push(address.clone()),
+            Effect::Program { calls, .. } => {
+                for c in calls {
+                    if let Effect::Executed { address, .. } = &c.effect {
+                        state.executed.push(address.clone());
+                    }
+                }
+            }
             Effect::Error { .. } => {}
         }
     }
@@ -772,6 +806,33 @@ impl Composite {
             }
         }
         Some((tool, a))
+    }
+
+    /// Code mode: the oracle's program making `calls` in order, each value an
+    /// earlier call returns passed on from that result (`query` is the user's text);
+    /// `None` when no part runs programs for these addresses.
+    pub fn program(&self, calls: &[(Address, Value)], query: &str) -> Option<String> {
+        let part = self.part_for(&calls.first()?.0)?;
+        // What each call returns, as the program will read it (databases answer from
+        // SQLite, which the program reads at run time: nothing flows from them here).
+        let results: Vec<Value> = calls
+            .iter()
+            .map(|(address, args)| {
+                let answer = match address {
+                    Address::Database(_) => return Value::Null,
+                    a => crate::environment::fixture_response(&self.catalog, a, args).to_string(),
+                };
+                let answer = match address {
+                    Address::Connector(..) => {
+                        super::results::truncate(&answer, &self.config.results.connector)
+                    }
+                    Address::Mcp(..) => super::results::truncate(&answer, &self.config.results.mcp),
+                    _ => answer,
+                };
+                serde_json::from_str(&answer).unwrap_or(Value::Null)
+            })
+            .collect();
+        part.program(calls, &results, query)
     }
 
     /// The top-level tools the oracle needs for these targets (its selection answer).

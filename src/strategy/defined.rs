@@ -3,17 +3,24 @@
 //! as a protocol error. A new strategy declares its [`EventKind`]s in its own file and
 //! adds them here; `tests::every_strategys_events_are_listed` checks both ways.
 
+use super::code_api::{CODE_ERRORS, PROGRAMS};
+use super::code_files::FILES_READ;
+use super::code_mode::API_SEARCHES;
 use super::mcp_resource::{DESCRIPTION_REQUIRED, MISSING_TOOL_SELECTION, RESOURCE_READS};
 use super::pool::{NATIVE_MALFORMED, SEARCHES};
 use super::protocol::EventKind;
 
 /// Every defined event, in report order.
-pub const DEFINED: [EventKind; 5] = [
+pub const DEFINED: [EventKind; 9] = [
     MISSING_TOOL_SELECTION,
     DESCRIPTION_REQUIRED,
     SEARCHES,
     RESOURCE_READS,
     NATIVE_MALFORMED,
+    PROGRAMS,
+    CODE_ERRORS,
+    API_SEARCHES,
+    FILES_READ,
 ];
 
 /// The defined event of this name.

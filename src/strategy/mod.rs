@@ -17,6 +17,9 @@ pub mod protocol;
 pub mod templates;
 
 mod builtins;
+pub mod code_api;
+pub mod code_files;
+pub mod code_mode;
 mod connectors_legacy;
 mod connectors_progressive;
 mod databases_legacy;
@@ -37,8 +40,8 @@ pub use config::{Cut, ProtocolConfig, ResultLimits, SelectionConfig, UnloadedCal
 pub use execute::{execute, schema_errors};
 pub use mode::{Disclosure, Mode};
 pub use protocol::{
-    Effect, Env, Event, EventKind, PartState, ProtocolError, Rendered, Resolution, Retrieved,
-    State, Strategy,
+    Effect, Env, Event, EventKind, PartState, ProgramCall, ProtocolError, Rendered, Resolution,
+    Retrieved, State, Strategy,
 };
 pub use selection::Level;
 pub use templates::{TemplateError, Templates};

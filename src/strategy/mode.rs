@@ -117,7 +117,7 @@ pub const PRESETS: [&str; 6] = [
 ];
 
 /// Presets that can be named but are not run by default.
-pub const EXTRA_PRESETS: [&str; 2] = ["all-tools", "allowed-tools"];
+pub const EXTRA_PRESETS: [&str; 4] = ["all-tools", "allowed-tools", "code-mode", "code-files"];
 
 /// The keys of a spec besides the four kinds.
 const SETTING_KEYS: &str =
@@ -150,6 +150,10 @@ impl Mode {
             // Every definition in every request; the selection step's pick is what may
             // be called (allowed=on).
             "allowed-tools" => (Inline, Legacy, Legacy, Legacy, true),
+            // The catalog as a typed API searched and called from programs.
+            "code-mode" => (Progressive, Code, Code, Code, false),
+            // The same API as a file tree the model lists and reads.
+            "code-files" => (Progressive, Files, Files, Files, false),
             _ => return None,
         };
         Some(Mode {
@@ -344,6 +348,27 @@ impl Mode {
                     .into(),
             ));
         }
+        let code = kinds.contains(&Disclosure::Code);
+        let files = kinds.contains(&Disclosure::Files);
+        if code && files {
+            return Err(ModeError(
+                "code and files cannot be mixed in one mode: they are two views of one API".into(),
+            ));
+        }
+        if (code || files) && (deferred || retrieved) {
+            return Err(ModeError(
+                "code or files with deferred or retrieved: a tool is either behind the API or \
+                 behind a search, not both"
+                    .into(),
+            ));
+        }
+        if (code || files) && self.selection {
+            return Err(ModeError(
+                "selection=on with code or files: the API's functions are not tools the \
+                 selection step could pick (use selection=off)"
+                    .into(),
+            ));
+        }
         if self.search.native.is_some() && self.search.placement == Placement::Sorted {
             return Err(ModeError(
                 "native=… with placement=sorted: a provider expands what its search finds where \
@@ -366,7 +391,9 @@ impl Mode {
         let searches = deferred || (retrieved && self.search.fallback);
         for k in given {
             let applies = match *k {
-                "search" | "results" | "placement" => searches,
+                "search" | "placement" => searches,
+                // Code mode's search returns `results` declarations too.
+                "results" => searches || code,
                 "always_on" => deferred || retrieved,
                 "native" => deferred,
                 "k" | "fallback" => retrieved,
@@ -378,6 +405,9 @@ impl Mode {
                     match *k {
                         "k" | "fallback" => "retrieved (retrieval)".to_string(),
                         "always_on" => "deferred or retrieved".to_string(),
+                        "results" =>
+                            "deferred (tool search), retrieved with fallback=search, or code"
+                                .to_string(),
                         "native" => "deferred (tool search)".to_string(),
                         _ =>
                             "deferred (tool search), or retrieved with fallback=search".to_string(),
@@ -386,6 +416,13 @@ impl Mode {
             }
         }
         Ok(())
+    }
+
+    /// Whether some kind is behind code mode's API (searched or read as files).
+    pub fn codes(&self) -> bool {
+        [self.connectors, self.databases, self.mcp]
+            .iter()
+            .any(|d| matches!(d, Disclosure::Code | Disclosure::Files))
     }
 
     /// Whether some kind is held back behind a search tool or pre-selected by retrieval.
@@ -483,6 +520,9 @@ impl Mode {
                     Placement::Sorted => "sorted",
                 }
             );
+        }
+        if kinds.contains(&Disclosure::Code) {
+            s += &format!(",results={}", x.results);
         }
         if (deferred || retrieved) && !x.always_on.is_empty() {
             s += &format!(",always_on={}", x.always_on.join("+"));

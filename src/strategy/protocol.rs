@@ -171,6 +171,13 @@ pub enum Effect {
         #[serde(skip)]
         sql_result: Option<Result<QueryResult, QueryError>>,
     },
+    /// A program ran (code mode): the calls it made, in the order it made them, and
+    /// its error when it ended with one.
+    Program {
+        calls: Vec<ProgramCall>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     Error {
         error: ProtocolError,
         /// The model tried to act on something that does not exist, or wrote arguments
@@ -181,6 +188,14 @@ pub enum Effect {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         malformed: bool,
     },
+}
+
+/// One call a program made: the function (`api.<group>.<function>`) and its effect (an
+/// `Executed` effect, as any call's).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProgramCall {
+    pub function: String,
+    pub effect: Effect,
 }
 
 /// The answer to one call: the text returned to the model, and what it meant.
@@ -324,6 +339,17 @@ pub trait Strategy: Send + Sync {
     /// never calls something whose definition was not shown; `None` when nothing is
     /// left to do (a skill already in context).
     fn route(&self, target: &ExpectedCall, args: &Value, state: &State) -> Option<(String, Value)>;
+    /// Code mode: a program making `calls` (address and arguments) in order, where
+    /// `results` are what each would return and `query` is the user's text (the
+    /// oracle's program); `None` for a strategy that runs no programs.
+    fn program(
+        &self,
+        _calls: &[(Address, Value)],
+        _results: &[Value],
+        _query: &str,
+    ) -> Option<String> {
+        None
+    }
 }
 
 /// `"names: a, b, c"` for error messages that list valid values.

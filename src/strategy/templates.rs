@@ -8,7 +8,7 @@ use minijinja::Environment;
 use serde::Serialize;
 
 /// The template files, by name, with their built-in text.
-pub const BUILTIN: [(&str, &str); 22] = [
+pub const BUILTIN: [(&str, &str); 29] = [
     ("system.j2", include_str!("../../templates/system.j2")),
     (
         "default_instructions.txt",
@@ -82,6 +82,25 @@ pub const BUILTIN: [(&str, &str); 22] = [
         "tool_search_result.j2",
         include_str!("../../templates/tool_search_result.j2"),
     ),
+    ("code_mode.j2", include_str!("../../templates/code_mode.j2")),
+    (
+        "code_files.j2",
+        include_str!("../../templates/code_files.j2"),
+    ),
+    (
+        "search_api.j2",
+        include_str!("../../templates/search_api.j2"),
+    ),
+    (
+        "search_api_result.j2",
+        include_str!("../../templates/search_api_result.j2"),
+    ),
+    ("run_code.j2", include_str!("../../templates/run_code.j2")),
+    (
+        "list_files.j2",
+        include_str!("../../templates/list_files.j2"),
+    ),
+    ("read_file.j2", include_str!("../../templates/read_file.j2")),
 ];
 
 /// Built-in template sets, by name: files laid over the built-in templates, named by a

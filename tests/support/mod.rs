@@ -3,4 +3,5 @@
 
 pub mod cli;
 pub mod provider;
+pub mod scripted;
 pub mod server;
