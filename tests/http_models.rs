@@ -287,7 +287,17 @@ fn assert_no_secret(dir: &Path, o: &Output) {
 fn anthropic_tool_use_and_tool_results() {
     let server = serve(|s, _| {
         let msgs = s.body["messages"].as_array().unwrap();
-        let q = msgs[0]["content"].as_str().unwrap_or("").to_string();
+        // With prompt caching on (the default) the newest message is a list of blocks
+        // carrying the breakpoint; without it, a plain string.
+        let q = match &msgs[0]["content"] {
+            Value::String(s) => s.clone(),
+            blocks => blocks
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str())
+                .collect(),
+        };
         let answered = msgs.iter().any(|m| {
             m["content"]
                 .as_array()
@@ -315,7 +325,8 @@ fn anthropic_tool_use_and_tool_results() {
     assert_eq!(refund["score"]["exact"], json!(true), "{refund}");
     assert_eq!(
         refund["turns"][0]["usage"],
-        json!({"input": 400, "output": 20, "cached_input": 50})
+        // Anthropic reports reads apart from the uncached rest: the input is their sum.
+        json!({"input": 450, "output": 20, "cached_input": 50})
     );
     let seen = server.seen.lock().unwrap().clone();
     assert!(seen.iter().all(|s| s.path == "/v1/messages"));
@@ -327,7 +338,9 @@ fn anthropic_tool_use_and_tool_results() {
         .all(|s| s.headers.iter().any(|(k, _)| k == "anthropic-version")));
     let first = &seen[0].body;
     assert_eq!(first["max_tokens"], json!(256));
-    assert!(first["system"].is_string());
+    // Caching is on by default: the system prompt is a block carrying a breakpoint.
+    assert_eq!(first["system"][0]["type"], json!("text"));
+    assert!(first["system"][0]["cache_control"].is_object());
     assert!(first["tools"][0]["input_schema"].is_object());
     let follow = seen
         .iter()

@@ -456,7 +456,9 @@ fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
 /// A run directory written before strategies counted their own events (searches,
 /// resource reads and the MCP Progressive Disclosure refusals were fields of the
 /// record then): it reads unchanged — its counters by name, its refusals as the events
-/// the strategy now defines — and `report` reproduces its summaries byte for byte.
+/// the strategy now defines — and `report` reproduces every figure its summaries held.
+/// Figures added since (events defined later, the provider's cache) are new columns,
+/// keys and rates, each zero or empty for a run that could not have had them.
 #[test]
 fn a_run_written_before_strategy_events_reads_unchanged() {
     use discbench::events::ProtocolError;
@@ -505,11 +507,73 @@ fn a_run_written_before_strategy_events_reads_unchanged() {
         std::fs::copy(committed.join(f), dir.path().join(f)).unwrap();
     }
     ok(&bin().arg("report").arg(dir.path()).output().unwrap());
-    for f in ["summary.json", "summary.csv", "summary.md"] {
-        assert_eq!(
-            read(&dir.path().join(f)),
-            read(&committed.join(f)),
-            "{f} differs from the one written with the run"
-        );
+    assert_eq!(
+        read(&dir.path().join("summary.md")),
+        read(&committed.join("summary.md")),
+        "summary.md differs from the one written with the run"
+    );
+    let json = |p: &Path| serde_json::from_str::<serde_json::Value>(&read(p)).unwrap();
+    holds_every_figure_of(
+        &json(&committed.join("summary.json")),
+        &json(&dir.path().join("summary.json")),
+        "summary.json",
+    );
+    // The CSV: every column the run wrote, row for row, under the same header; any
+    // column added since is empty or a zero rate.
+    let csv = |p: &Path| -> Vec<Vec<String>> {
+        read(p)
+            .lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let (old, new) = (
+        csv(&committed.join("summary.csv")),
+        csv(&dir.path().join("summary.csv")),
+    );
+    assert_eq!(old.len(), new.len());
+    for (c, name) in old[0].iter().enumerate() {
+        let at = new[0].iter().position(|n| n == name).expect(name);
+        for r in 1..old.len() {
+            assert_eq!(old[r][c], new[r][at], "summary.csv row {r}, column {name}");
+        }
+    }
+    for (at, name) in new[0].iter().enumerate() {
+        if !old[0].contains(name) {
+            for row in &new[1..] {
+                let v = &row[at];
+                let zero_rate = name.ends_with("_rate") && v == "0.0";
+                let zero_bound = (name.ends_with("_rate_lo") && v == "0.0")
+                    || name.ends_with("_rate_hi");
+                assert!(
+                    v.is_empty() || zero_rate || zero_bound,
+                    "new column {name}: {v}"
+                );
+            }
+        }
+    }
+}
+
+/// Every value of `old` is in `new` at the same place; a key `new` adds is a protocol
+/// rate with no events (`k` 0), or a figure the old run has no data for (null).
+fn holds_every_figure_of(old: &serde_json::Value, new: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(o), Value::Object(n)) => {
+            for (k, v) in o {
+                let there = n.get(k).unwrap_or_else(|| panic!("{at}.{k} is gone"));
+                holds_every_figure_of(v, there, &format!("{at}.{k}"));
+            }
+            for (k, v) in n.iter().filter(|(k, _)| !o.contains_key(*k)) {
+                let empty = v.is_null() || (at.ends_with("protocol_rates") && v["k"] == 0);
+                assert!(empty, "{at}.{k} is new and not empty: {v}");
+            }
+        }
+        (Value::Array(o), Value::Array(n)) => {
+            assert_eq!(o.len(), n.len(), "{at}");
+            for (i, (o, n)) in o.iter().zip(n).enumerate() {
+                holds_every_figure_of(o, n, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(old, new, "{at}"),
     }
 }
