@@ -542,8 +542,8 @@ fn a_run_written_before_strategy_events_reads_unchanged() {
             for row in &new[1..] {
                 let v = &row[at];
                 let zero_rate = name.ends_with("_rate") && v == "0.0";
-                let zero_bound = (name.ends_with("_rate_lo") && v == "0.0")
-                    || name.ends_with("_rate_hi");
+                let zero_bound =
+                    (name.ends_with("_rate_lo") && v == "0.0") || name.ends_with("_rate_hi");
                 assert!(
                     v.is_empty() || zero_rate || zero_bound,
                     "new column {name}: {v}"
