@@ -8,14 +8,26 @@
 //! query takes an idle connection (or seeds a new one), runs, and gives it back; the
 //! pool's lock is held only to take and return a connection, never during a query
 //! or across a model call.
+//!
+//! What a model's SQL may cost is bounded before anything is built ([`SqlLimits`],
+//! flags recorded in `run.json`): SQLite's own limits refuse a string, blob, row, SQL
+//! text or LIKE/GLOB pattern past its length (`SQLITE_LIMIT_LENGTH`,
+//! `SQLITE_LIMIT_SQL_LENGTH`, `SQLITE_LIMIT_LIKE_PATTERN_LENGTH`) before allocating
+//! it; a memory guard in SQLite's allocator refuses any allocation that would take one
+//! query's heap past its budget (temporary tables and sorts are kept in memory, so
+//! the guard sees them); a progress handler stops a query past its time or step
+//! limit; and the rows read back are counted in bytes as they are read, so an answer
+//! stops growing at its limit (cut, with a note) instead of being cut after it was
+//! built.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
+use rusqlite::limits::Limit;
 use rusqlite::types::ValueRef;
-use rusqlite::{Connection, OpenFlags};
-use serde::Serialize;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::catalog::{Address, Catalog, Target};
@@ -36,10 +48,92 @@ const INTROSPECTION_PRAGMAS: [&str; 7] = [
     "index_xinfo",
     "foreign_key_list",
 ];
-/// SQLite VM steps a query may take before it is stopped (guards against runaway joins).
-const STEP_BUDGET: u64 = 50_000_000;
-/// Wall-clock budget of one query, whatever its step count.
-const QUERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Bytes of rows the SQL judge reads of one query (it compares whole results, but a
+/// hostile query must not make it hold more than this).
+pub const JUDGE_BYTE_LIMIT: usize = 16 << 20;
+/// SQLite VM steps between two looks at the clock and the step count. Small, so that a
+/// query of expensive steps (each bounded by the length limits) stops close to its
+/// time limit.
+const PROGRESS_PERIOD: u64 = 10;
+/// A seed gets this many times a query's time and memory limits.
+const SEED_FACTOR: u64 = 16;
+/// What JSON adds around each cell of an answer (quotes, comma, indentation), counted
+/// against the answer's byte limit.
+const CELL_OVERHEAD: usize = 16;
+
+/// What one query may cost: SQLite's length limits, its heap, its time and steps, and
+/// the bytes of the rows read back. Recorded in `run.json` (`protocol.sql`); each is a
+/// flag of `run`, `sweep` and `serve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SqlLimits {
+    /// Bytes of the largest string, blob or row a query may make, and of its SQL text
+    /// (`SQLITE_LIMIT_LENGTH`, `SQLITE_LIMIT_SQL_LENGTH`); past it the query fails
+    /// before the value is allocated.
+    pub max_length: usize,
+    /// Bytes of a LIKE or GLOB pattern (`SQLITE_LIMIT_LIKE_PATTERN_LENGTH`): matching
+    /// costs the pattern's length times the text's, in one step the clock cannot stop.
+    pub max_pattern: usize,
+    /// MiB of heap SQLite may hold for one query beyond what its connection held
+    /// before it (sorts and temporary tables included); past it the query fails.
+    pub memory_mib: usize,
+    /// Bytes of rows one answer to the model carries (cells as JSON, with their
+    /// punctuation); the rows past it are cut, as past the row limit.
+    pub answer_bytes: usize,
+    /// Wall-clock milliseconds one query may run.
+    pub timeout_ms: u64,
+    /// SQLite VM steps one query may take (guards against runaway joins).
+    pub max_steps: u64,
+}
+
+impl Default for SqlLimits {
+    fn default() -> Self {
+        SqlLimits {
+            max_length: 100_000,
+            max_pattern: 1_000,
+            memory_mib: 64,
+            answer_bytes: 1 << 20,
+            timeout_ms: 5_000,
+            max_steps: 50_000_000,
+        }
+    }
+}
+
+impl SqlLimits {
+    /// Why these limits cannot work, naming the flag.
+    pub fn check(&self) -> Result<(), String> {
+        let ok = |v: u64, min: u64, max: u64, flag: &str| {
+            if v < min || v > max {
+                Err(format!("{flag} {v}: from {min} to {max}"))
+            } else {
+                Ok(())
+            }
+        };
+        // SQLite's own ceilings (SQLITE_MAX_LENGTH, SQLITE_MAX_LIKE_PATTERN_LENGTH):
+        // past them it would lower the limit silently, and run.json would say otherwise.
+        ok(
+            self.max_length as u64,
+            1_000,
+            1_000_000_000,
+            "--sql-max-length",
+        )?;
+        ok(self.max_pattern as u64, 1, 50_000, "--sql-max-pattern")?;
+        ok(self.memory_mib as u64, 1, 1 << 20, "--sql-memory")?;
+        ok(
+            self.answer_bytes as u64,
+            1_000,
+            1 << 40,
+            "--sql-answer-bytes",
+        )?;
+        ok(self.timeout_ms, 1, 24 * 3600 * 1000, "--sql-timeout-ms")?;
+        ok(self.max_steps, 1_000, u64::MAX / 2, "--sql-max-steps")?;
+        Ok(())
+    }
+
+    fn memory_bytes(&self) -> i64 {
+        (self.memory_mib as i64).saturating_mul(1 << 20)
+    }
+}
 
 /// A database that cannot be set up (before anything runs).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,32 +154,50 @@ pub struct QueryError(pub String);
 /// The seeded databases of one catalog.
 pub struct Databases {
     pools: BTreeMap<String, Pool>,
+    limits: SqlLimits,
 }
 
 /// Identical read-only connections to one seeded in-memory database.
 struct Pool {
     name: String,
     seed: String,
+    limits: SqlLimits,
     idle: Mutex<Vec<Connection>>,
 }
 
 impl Pool {
-    /// Runs `f` on an idle connection, seeding a new one when none is idle.
-    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> T) -> Result<T, DbError> {
-        let taken = self.idle.lock().expect("pool lock").pop();
+    /// Runs `f` on an idle connection, seeding a new one when none is idle. The
+    /// connection goes back to the pool unless `f` says to drop it (`false`).
+    fn with<T>(&self, f: impl FnOnce(&mut Connection) -> (T, bool)) -> Result<T, DbError> {
+        let taken = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let mut conn = match taken {
             Some(c) => c,
-            None => open_seeded(&self.name, &self.seed)?,
+            None => open_seeded(&self.name, &self.seed, &self.limits)?,
         };
-        let out = f(&mut conn);
-        self.idle.lock().expect("pool lock").push(conn);
+        let (out, keep) = f(&mut conn);
+        if keep {
+            self.idle
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(conn);
+        }
         Ok(out)
     }
 }
 
-/// A new in-memory database: the seed SQL run, then made read-only and guarded.
-fn open_seeded(name: &str, seed: &str) -> Result<Connection, DbError> {
+/// Pragmas whose setting is the whole process's, not one connection's.
+const PROCESS_PRAGMAS: &[&str] = &[
+    "hard_heap_limit",
+    "soft_heap_limit",
+    "temp_store_directory",
+    "data_store_directory",
+];
+
+/// A new in-memory database: the seed SQL run, then made read-only, limited and
+/// guarded.
+fn open_seeded(name: &str, seed: &str, limits: &SqlLimits) -> Result<Connection, DbError> {
     let db = || name.to_string();
+    heap::install().map_err(|message| DbError::Guard { db: db(), message })?;
     let mut conn = Connection::open_with_flags(
         ":memory:",
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -96,15 +208,78 @@ fn open_seeded(name: &str, seed: &str) -> Result<Connection, DbError> {
         db: db(),
         message: e.to_string(),
     })?;
-    conn.execute_batch(seed).map_err(|e| DbError::Seed {
-        db: db(),
-        message: e.to_string(),
-    })?;
-    conn.pragma_update(None, "query_only", true)
+    // No database but this one, ever: a seed (a scenario file, perhaps someone
+    // else's) could otherwise `ATTACH` or `VACUUM INTO` a path and write a file
+    // anywhere the process may. Both need a database slot, and there is none.
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0)
         .map_err(|e| DbError::Guard {
             db: db(),
             message: e.to_string(),
         })?;
+    // Nor may a seed change what the whole process shares: the heap limits every
+    // database lives under, or where SQLite puts files. (The query guard below
+    // replaces this authorizer once the seed has run.)
+    conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
+        AuthAction::Pragma { pragma_name, .. }
+            if PROCESS_PRAGMAS.contains(&pragma_name.to_ascii_lowercase().as_str()) =>
+        {
+            Authorization::Deny
+        }
+        _ => Authorization::Allow,
+    }))
+    .map_err(|e| DbError::Guard {
+        db: db(),
+        message: e.to_string(),
+    })?;
+    // A seed is the scenario author's, not a model's, but a bad file must not hang or
+    // exhaust the machine either: it gets SEED_FACTOR times a query's time and memory.
+    let started = std::time::Instant::now();
+    let deadline = std::time::Duration::from_millis(limits.timeout_ms.saturating_mul(SEED_FACTOR));
+    conn.progress_handler(1_000, Some(move || started.elapsed() > deadline))
+        .map_err(|e| DbError::Seed {
+            db: db(),
+            message: e.to_string(),
+        })?;
+    let guard = heap::Guard::begin(limits.memory_bytes().saturating_mul(SEED_FACTOR as i64));
+    let seeded = conn.execute_batch(seed);
+    let refused = guard.end();
+    let _ = conn.progress_handler(0, None::<fn() -> bool>);
+    seeded.map_err(|e| DbError::Seed {
+        db: db(),
+        message: match e.sqlite_error_code() {
+            Some(ErrorCode::OperationInterrupted) => format!(
+                "interrupted: the seed ran past its time limit ({} ms)",
+                deadline.as_millis()
+            ),
+            _ if refused => format!(
+                "out of memory: a seed may hold at most {} MiB",
+                limits.memory_mib.saturating_mul(SEED_FACTOR as usize)
+            ),
+            _ => e.to_string(),
+        },
+    })?;
+    // Sorts and temporary tables in memory, where the heap guard counts them (in
+    // temporary files they would grow unseen).
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .and_then(|_| conn.pragma_update(None, "query_only", true))
+        .map_err(|e| DbError::Guard {
+            db: db(),
+            message: e.to_string(),
+        })?;
+    let clamp = |v: usize| i32::try_from(v).unwrap_or(i32::MAX);
+    for (limit, value) in [
+        (Limit::SQLITE_LIMIT_LENGTH, clamp(limits.max_length)),
+        (Limit::SQLITE_LIMIT_SQL_LENGTH, clamp(limits.max_length)),
+        (
+            Limit::SQLITE_LIMIT_LIKE_PATTERN_LENGTH,
+            clamp(limits.max_pattern),
+        ),
+    ] {
+        conn.set_limit(limit, value).map_err(|e| DbError::Guard {
+            db: db(),
+            message: e.to_string(),
+        })?;
+    }
     // SQLite calls ATTACH read-only; a model's SQL must not reach other files,
     // nor change a setting such as `query_only`.
     conn.authorizer(Some(|ctx: AuthContext<'_>| match ctx.action {
@@ -134,8 +309,14 @@ pub struct QueryResult {
 
 impl Databases {
     /// Creates one in-memory SQLite per database, runs its seed SQL, and makes it
-    /// read-only. A database without seed SQL gets its declared tables, empty.
+    /// read-only, with the default [`SqlLimits`]. A database without seed SQL gets its
+    /// declared tables, empty.
     pub fn build(cat: &Catalog) -> Result<Databases, DbError> {
+        Databases::build_with(cat, SqlLimits::default())
+    }
+
+    /// [`Databases::build`] with the given limits.
+    pub fn build_with(cat: &Catalog, limits: SqlLimits) -> Result<Databases, DbError> {
         let mut pools = BTreeMap::new();
         for db in &cat.databases {
             let seed = match &db.seed_sql {
@@ -155,17 +336,23 @@ impl Databases {
             };
             // The first connection is made now: a seed that fails is found before
             // anything runs.
-            let first = open_seeded(&db.name, &seed)?;
+            let first = open_seeded(&db.name, &seed, &limits)?;
             pools.insert(
                 db.name.clone(),
                 Pool {
                     name: db.name.clone(),
                     seed,
+                    limits,
                     idle: Mutex::new(vec![first]),
                 },
             );
         }
-        Ok(Databases { pools })
+        Ok(Databases { pools, limits })
+    }
+
+    /// The limits every query runs under.
+    pub fn limits(&self) -> &SqlLimits {
+        &self.limits
     }
 
     /// For each database, the differences between the declared tables/columns and
@@ -178,7 +365,7 @@ impl Databases {
             };
             let mut problems = Vec::new();
             let actual = match pool
-                .with(|c| tables_of(c).map_err(|e| e.to_string()))
+                .with(|c| (tables_of(c).map_err(|e| e.to_string()), true))
                 .map_err(|e| e.to_string())
             {
                 Ok(Ok(t)) => t,
@@ -222,18 +409,37 @@ impl Databases {
         out
     }
 
-    /// Runs one read-only query. Writes, multiple statements and runaway queries are
-    /// refused with a message for the model.
+    /// Runs one read-only query. Writes, multiple statements and queries past a limit
+    /// are refused with a message for the model.
     pub fn query(&self, db: &str, sql: &str) -> Result<QueryResult, QueryError> {
         self.query_limited(db, sql, ROW_LIMIT)
     }
 
-    /// [`Databases::query`] with another row limit (the SQL judge reads whole results).
+    /// [`Databases::query`] with another row limit; the answer also stops at the
+    /// limits' `answer_bytes`.
     pub fn query_limited(
         &self,
         db: &str,
         sql: &str,
         limit: usize,
+    ) -> Result<QueryResult, QueryError> {
+        self.query_bounded(db, sql, limit, self.limits.answer_bytes)
+    }
+
+    /// A query as the SQL judge runs it: whole results, up to [`JUDGE_ROW_LIMIT`] rows
+    /// and [`JUDGE_BYTE_LIMIT`] bytes, not the page the model was shown.
+    pub fn judge(&self, db: &str, sql: &str) -> Result<QueryResult, QueryError> {
+        self.query_bounded(db, sql, JUDGE_ROW_LIMIT, JUDGE_BYTE_LIMIT)
+    }
+
+    /// One query: at most `rows` rows and `bytes` bytes of cells read back, within
+    /// the limits' time, steps, lengths and memory.
+    pub fn query_bounded(
+        &self,
+        db: &str,
+        sql: &str,
+        rows: usize,
+        bytes: usize,
     ) -> Result<QueryResult, QueryError> {
         let pool = self
             .pools
@@ -243,44 +449,169 @@ impl Databases {
         if sql.is_empty() {
             return Err(QueryError("empty SQL".into()));
         }
+        let limits = self.limits;
         pool.with(|conn| {
             let started = std::time::Instant::now();
+            let timeout = std::time::Duration::from_millis(limits.timeout_ms);
+            // Why the handler stopped the query: 0 it did not, else a `Stop`.
+            let stopped = std::sync::Arc::new(std::sync::atomic::AtomicU8::new(0));
             let mut steps = 0u64;
-            conn.progress_handler(
-                1000,
+            let why = stopped.clone();
+            if let Err(e) = conn.progress_handler(
+                PROGRESS_PERIOD as std::ffi::c_int,
                 Some(move || {
-                    steps += 1000;
-                    steps > STEP_BUDGET || started.elapsed() > QUERY_TIMEOUT
+                    steps += PROGRESS_PERIOD;
+                    let stop = if steps > limits.max_steps {
+                        Some(Stop::Steps)
+                    } else if started.elapsed() > timeout {
+                        Some(Stop::Time)
+                    } else {
+                        None
+                    };
+                    why.store(
+                        stop.map_or(0, |s| s as u8),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                    stop.is_some()
                 }),
-            )
-            .map_err(|e| e.to_string())?;
-            let result = run(conn, sql, limit);
+            ) {
+                return (Err(e.to_string()), true);
+            }
+            let guard = heap::Guard::begin(limits.memory_bytes());
+            let result = run(conn, sql, rows, bytes);
+            let refused = guard.end();
             let _ = conn.progress_handler(0, None::<fn() -> bool>);
-            result
+            let stop = match stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                1 => Some(Stop::Time),
+                2 => Some(Stop::Steps),
+                _ => None,
+            };
+            let result = result.map_err(|e| explain(e, stop, refused, &limits));
+            // A connection that ran out of memory is dropped, not trusted again.
+            (result, !refused)
         })
         .map_err(|e| QueryError(e.to_string()))?
         .map_err(QueryError)
     }
 }
 
-fn run(conn: &Connection, sql: &str, limit: usize) -> Result<QueryResult, String> {
-    let mut stmt = conn.prepare(sql).map_err(|e| e.to_string())?;
+/// Why the progress handler stopped a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Time = 1,
+    Steps = 2,
+}
+
+/// What the model is told when a query fails: SQLite's message, and for a limit,
+/// which limit.
+fn explain(e: Failed, stop: Option<Stop>, refused: bool, l: &SqlLimits) -> String {
+    let e = match e {
+        Failed::Refused(why) => return why.to_string(),
+        Failed::Sql(e) => e,
+    };
+    let code = e.sqlite_error_code();
+    match (code, stop) {
+        (Some(ErrorCode::OperationInterrupted), Some(Stop::Time)) => format!(
+            "interrupted: the query ran past its time limit ({} ms)",
+            l.timeout_ms
+        ),
+        (Some(ErrorCode::OperationInterrupted), Some(Stop::Steps)) => format!(
+            "interrupted: the query ran past its step limit ({} steps)",
+            l.max_steps
+        ),
+        (Some(ErrorCode::TooBig), _) => format!(
+            "{e}: a string, blob or row may hold at most {} bytes, a SQL text as many",
+            l.max_length
+        ),
+        (Some(ErrorCode::OutOfMemory), _) if refused => format!(
+            "out of memory: a query may hold at most {} MiB",
+            l.memory_mib
+        ),
+        _ if refused => format!(
+            "{e} (the query needed more than the {} MiB a query may hold)",
+            l.memory_mib
+        ),
+        _ => {
+            let msg = e.to_string();
+            if msg.contains("LIKE or GLOB pattern too complex") {
+                format!("{msg}: a pattern may hold at most {} bytes", l.max_pattern)
+            } else {
+                msg
+            }
+        }
+    }
+}
+
+/// The bytes a cell adds to an answer: its JSON text and punctuation, at most.
+fn cell_bytes(v: &ValueRef<'_>) -> usize {
+    CELL_OVERHEAD
+        + match v {
+            ValueRef::Null => 4,
+            ValueRef::Integer(_) | ValueRef::Real(_) => 24,
+            // As the text will be written: each invalid UTF-8 sequence becomes one
+            // U+FFFD (three bytes), quotes and backslashes two, control characters up
+            // to six.
+            ValueRef::Text(t) => t
+                .utf8_chunks()
+                .map(|c| {
+                    let valid: usize = c
+                        .valid()
+                        .bytes()
+                        .map(|b| match b {
+                            b'"' | b'\\' => 2,
+                            0..=0x1f => 6,
+                            _ => 1,
+                        })
+                        .sum();
+                    valid + if c.invalid().is_empty() { 0 } else { 3 }
+                })
+                .sum(),
+            // `"<N bytes>"`
+            ValueRef::Blob(b) => 11 + b.len().checked_ilog10().unwrap_or(0) as usize,
+        }
+}
+
+/// Why [`run`] gave no rows.
+enum Failed {
+    Sql(rusqlite::Error),
+    Refused(&'static str),
+}
+
+impl From<rusqlite::Error> for Failed {
+    fn from(e: rusqlite::Error) -> Failed {
+        Failed::Sql(e)
+    }
+}
+
+fn run(conn: &Connection, sql: &str, limit: usize, bytes: usize) -> Result<QueryResult, Failed> {
+    let mut stmt = conn.prepare(sql)?;
     if !stmt.readonly() {
-        return Err("only read-only queries are allowed".into());
+        return Err(Failed::Refused("only read-only queries are allowed"));
     }
     let columns: Vec<String> = stmt.column_names().map(|s| s.to_string()).collect();
     let n = columns.len();
-    let mut rows = stmt.query([]).map_err(|e| e.to_string())?;
+    let mut used: usize = columns.iter().map(|c| c.len() + CELL_OVERHEAD).sum();
+    let mut rows = stmt.query([])?;
     let mut out = Vec::new();
     let mut truncated = false;
-    while let Some(row) = rows.next().map_err(|e| e.to_string())? {
+    while let Some(row) = rows.next()? {
         if out.len() == limit {
             truncated = true;
             break;
         }
+        // The row's size is known before any of it is copied out of SQLite.
+        let mut size = 0usize;
+        for i in 0..n {
+            size += cell_bytes(&row.get_ref(i)?);
+        }
+        if used + size > bytes {
+            truncated = true;
+            break;
+        }
+        used += size;
         let mut r = Vec::with_capacity(n);
         for i in 0..n {
-            r.push(match row.get_ref(i).map_err(|e| e.to_string())? {
+            r.push(match row.get_ref(i)? {
                 ValueRef::Null => Value::Null,
                 ValueRef::Integer(i) => json!(i),
                 ValueRef::Real(f) => json!(f),
@@ -309,6 +640,188 @@ fn tables_of(conn: &Connection) -> rusqlite::Result<BTreeMap<String, Vec<String>
         out.insert(n, cols);
     }
     Ok(out)
+}
+
+/// The memory guard: SQLite's allocator, wrapped so that the allocations one query
+/// makes on its thread are counted against that query's budget and refused past it
+/// (SQLite then fails the query with `SQLITE_NOMEM` and frees what it held). Outside
+/// a query nothing is counted. Installed once, before SQLite initializes, by the
+/// first database opened.
+mod heap {
+    use std::cell::Cell;
+    use std::ffi::{c_int, c_void};
+    use std::sync::OnceLock;
+
+    use rusqlite::ffi;
+
+    /// SQLite's own allocator, which the guard hands every allocation to.
+    struct Inner {
+        malloc: unsafe extern "C" fn(c_int) -> *mut c_void,
+        free: unsafe extern "C" fn(*mut c_void),
+        realloc: unsafe extern "C" fn(*mut c_void, c_int) -> *mut c_void,
+        size: unsafe extern "C" fn(*mut c_void) -> c_int,
+    }
+
+    static INNER: OnceLock<Inner> = OnceLock::new();
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+    /// The running query's budget on this thread: bytes held, the limit, whether an
+    /// allocation was refused.
+    #[derive(Clone, Copy)]
+    struct Budget {
+        held: i64,
+        limit: i64,
+        refused: bool,
+    }
+
+    thread_local! {
+        static BUDGET: Cell<Option<Budget>> = const { Cell::new(None) };
+    }
+
+    /// Installs the guard (once per process); an error if SQLite was initialized
+    /// before it could be.
+    pub fn install() -> Result<(), String> {
+        INSTALLED
+            .get_or_init(|| {
+                // SAFETY: sqlite3_config is called before any connection is opened
+                // (every one is opened after this), as SQLite requires; it copies the
+                // structures passed to it.
+                unsafe {
+                    let mut m: ffi::sqlite3_mem_methods = std::mem::zeroed();
+                    let rc = ffi::sqlite3_config(
+                        ffi::SQLITE_CONFIG_GETMALLOC,
+                        &mut m as *mut ffi::sqlite3_mem_methods,
+                    );
+                    if rc != ffi::SQLITE_OK {
+                        return Err(format!(
+                            "SQLite was initialized before its memory guard (code {rc})"
+                        ));
+                    }
+                    let (Some(malloc), Some(free), Some(realloc), Some(size)) =
+                        (m.xMalloc, m.xFree, m.xRealloc, m.xSize)
+                    else {
+                        return Err("SQLite has no allocator to guard".into());
+                    };
+                    let _ = INNER.set(Inner {
+                        malloc,
+                        free,
+                        realloc,
+                        size,
+                    });
+                    let guarded = ffi::sqlite3_mem_methods {
+                        xMalloc: Some(x_malloc),
+                        xFree: Some(x_free),
+                        xRealloc: Some(x_realloc),
+                        ..m
+                    };
+                    let rc = ffi::sqlite3_config(
+                        ffi::SQLITE_CONFIG_MALLOC,
+                        &guarded as *const ffi::sqlite3_mem_methods,
+                    );
+                    if rc != ffi::SQLITE_OK {
+                        return Err(format!("SQLite refused its memory guard (code {rc})"));
+                    }
+                    Ok(())
+                }
+            })
+            .clone()
+    }
+
+    fn budget() -> Option<Budget> {
+        BUDGET.try_with(Cell::get).ok().flatten()
+    }
+
+    fn set(b: Budget) {
+        let _ = BUDGET.try_with(|c| c.set(Some(b)));
+    }
+
+    /// Whether `more` bytes fit the running query's budget (always, outside a query);
+    /// a refusal is remembered.
+    fn admit(more: i64) -> bool {
+        match budget() {
+            Some(mut b) if more > 0 && b.held.saturating_add(more) > b.limit => {
+                b.refused = true;
+                set(b);
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn charge(delta: i64) {
+        if let Some(mut b) = budget() {
+            b.held += delta;
+            set(b);
+        }
+    }
+
+    unsafe extern "C" fn x_malloc(n: c_int) -> *mut c_void {
+        let Some(inner) = INNER.get() else {
+            return std::ptr::null_mut();
+        };
+        if !admit(i64::from(n)) {
+            return std::ptr::null_mut();
+        }
+        let p = (inner.malloc)(n);
+        if !p.is_null() {
+            charge(i64::from((inner.size)(p)));
+        }
+        p
+    }
+
+    unsafe extern "C" fn x_free(p: *mut c_void) {
+        let Some(inner) = INNER.get() else {
+            return;
+        };
+        if !p.is_null() {
+            charge(-i64::from((inner.size)(p)));
+        }
+        (inner.free)(p)
+    }
+
+    unsafe extern "C" fn x_realloc(p: *mut c_void, n: c_int) -> *mut c_void {
+        let Some(inner) = INNER.get() else {
+            return std::ptr::null_mut();
+        };
+        let old = if p.is_null() {
+            0
+        } else {
+            i64::from((inner.size)(p))
+        };
+        if !admit(i64::from(n) - old) {
+            return std::ptr::null_mut();
+        }
+        let q = (inner.realloc)(p, n);
+        if !q.is_null() {
+            charge(i64::from((inner.size)(q)) - old);
+        }
+        q
+    }
+
+    /// The budget of one query on this thread, from `begin` to `end` (or drop).
+    pub struct Guard(());
+
+    impl Guard {
+        pub fn begin(limit: i64) -> Guard {
+            set(Budget {
+                held: 0,
+                limit,
+                refused: false,
+            });
+            Guard(())
+        }
+
+        /// Ends the budget; whether an allocation was refused.
+        pub fn end(self) -> bool {
+            budget().is_some_and(|b| b.refused)
+        }
+    }
+
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = BUDGET.try_with(|c| c.set(None));
+        }
+    }
 }
 
 /// The fixture answer of an executed call: the first `responses` entry for the
@@ -476,6 +989,31 @@ mod tests {
         let cols = dbs.query("hr", "PRAGMA table_info(people)").unwrap();
         assert_eq!(cols.rows.len(), 2, "schema introspection still works");
         assert!(dbs.schema_mismatches(&cat()).is_empty());
+    }
+
+    #[test]
+    fn a_seed_writes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        for sql in [
+            "ATTACH DATABASE '{}' AS x; CREATE TABLE x.t (a);",
+            "CREATE TABLE people (id, name); VACUUM INTO '{}';",
+        ] {
+            let file = dir.path().join("other.db");
+            let mut c = cat();
+            c.databases[0].seed_sql = Some(sql.replace("{}", &file.display().to_string()));
+            let Err(e) = Databases::build(&c) else {
+                panic!("{sql}: seeded");
+            };
+            let e = e.to_string();
+            assert!(e.contains("too many attached databases"), "{sql}: {e}");
+            assert!(!file.exists(), "{sql} wrote {}", file.display());
+        }
+        let mut c = cat();
+        c.databases[0].seed_sql = Some("PRAGMA hard_heap_limit = 4096;".into());
+        let Err(e) = Databases::build(&c) else {
+            panic!("a seed set the process's heap limit");
+        };
+        assert!(e.to_string().contains("not authorized"), "{e}");
     }
 
     #[test]

@@ -779,3 +779,606 @@ fn streamable_http_both_ways() {
         assert_eq!(o["protocol"]["description_required"], 1, "{o}");
     }
 }
+
+/// A `serve --transport http` process, with the URL it printed.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+    err: BufReader<std::process::ChildStderr>,
+}
+
+impl HttpServer {
+    fn start(args: &[&str], record: Option<&Path>) -> HttpServer {
+        let mut c = discbench();
+        c.arg("serve")
+            .arg(root().join("fixtures/snapshot/tiny.yaml"))
+            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
+            .args(args);
+        if let Some(dir) = record {
+            c.arg("--record").arg(dir);
+        }
+        let mut child = c
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let url = loop {
+            let mut l = String::new();
+            assert!(
+                err.read_line(&mut l).unwrap() > 0,
+                "serve ended before it listened"
+            );
+            if let Some(i) = l.find("http://") {
+                break l[i..].trim().to_string();
+            }
+        };
+        HttpServer { child, url, err }
+    }
+
+    /// SIGTERM, then the exit status and the rest of stderr.
+    fn stop(mut self) -> (std::process::ExitStatus, String) {
+        let o = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        let status = self.child.wait().unwrap();
+        let mut rest = String::new();
+        self.err.read_to_string(&mut rest).unwrap();
+        (status, rest)
+    }
+}
+
+/// A test that fails leaves no server behind (it would hold whatever the test process
+/// held open, and run on).
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One raw MCP session over Streamable HTTP, as a client that is not rmcp speaks it:
+/// every message a POST, answers as JSON or SSE, the session id sent back.
+struct RawSession {
+    client: reqwest::Client,
+    url: String,
+    session: Option<String>,
+    next: i64,
+}
+
+impl RawSession {
+    fn new(client: &reqwest::Client, url: &str) -> RawSession {
+        RawSession {
+            client: client.clone(),
+            url: url.to_string(),
+            session: None,
+            next: 1,
+        }
+    }
+
+    /// Posts `body`; the status and the JSON-RPC messages of the answer.
+    async fn post(&mut self, body: Value) -> (u16, Vec<Value>) {
+        let mut req = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string());
+        if let Some(s) = &self.session {
+            req = req
+                .header("mcp-session-id", s)
+                .header("mcp-protocol-version", "2025-11-25");
+        }
+        let resp = req.send().await.unwrap();
+        if let Some(s) = resp.headers().get("mcp-session-id") {
+            self.session = Some(s.to_str().unwrap().to_string());
+        }
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let mut out = Vec::new();
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            out.push(v);
+        } else {
+            for l in text.lines() {
+                if let Some(d) = l.strip_prefix("data:") {
+                    if let Ok(v) = serde_json::from_str::<Value>(d.trim()) {
+                        out.push(v);
+                    }
+                }
+            }
+        }
+        (status, out)
+    }
+
+    /// A request; the answer's `result` (or its `error`).
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let (status, msgs) = self
+            .post(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        let answer = msgs
+            .into_iter()
+            .find(|m| m["id"] == id)
+            .unwrap_or_else(|| panic!("{method}: no answer (HTTP {status})"));
+        answer
+            .get("result")
+            .or_else(|| answer.get("error"))
+            .cloned()
+            .unwrap()
+    }
+
+    async fn open(&mut self) -> Value {
+        let init = self
+            .request(
+                "initialize",
+                json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "raw-http", "version": "1"}}),
+            )
+            .await;
+        let (status, _) = self
+            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        assert_eq!(status, 202);
+        init
+    }
+
+    async fn call(&mut self, tool: &str, args: Value) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+            .await
+    }
+
+    async fn close(&mut self) -> u16 {
+        let s = self.session.clone().unwrap();
+        self.client
+            .delete(&self.url)
+            .header("mcp-session-id", s)
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The HTTP server answers only at its endpoint (404 elsewhere), refuses a body past
+/// `--max-body` (413), answers a body that is not JSON with a JSON-RPC parse error
+/// and JSON that is no JSON-RPC message with an invalid-request error (both 400, as
+/// the transport says), ends a session idle past `--idle-timeout` (recorded; its id
+/// is then unknown, 404), and serves the next session as the first.
+#[test]
+fn http_server_holds_its_endpoint_limits_and_idle_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let server = HttpServer::start(
+        &[
+            "--mode",
+            "legacy",
+            "--max-body",
+            "4096",
+            "--idle-timeout",
+            "1",
+        ],
+        Some(&runs),
+    );
+    let url = server.url.clone();
+    let base = url.trim_end_matches("/mcp").to_string();
+    runtime().block_on(async {
+        let client = reqwest::Client::new();
+        for (method, path) in [
+            ("GET", "/"),
+            ("POST", "/"),
+            ("POST", "/mcp/tools"),
+            ("GET", "/sse"),
+            ("DELETE", "/other"),
+            ("POST", "/MCP"),
+        ] {
+            let r = client
+                .request(method.parse().unwrap(), format!("{base}{path}"))
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 404, "{method} {path}");
+        }
+        // Found by fuzzing: a body the server refuses unread made the client see a
+        // reset connection instead of the 404; it is drained first.
+        for n in [6_000, 60_000] {
+            let r = client
+                .post(format!("{base}/"))
+                .body("[".repeat(n))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status().as_u16(), 404, "a {n}-byte body");
+        }
+        // And a method rmcp refuses, with a body it would not read.
+        let r = client
+            .put(&url)
+            .header("content-type", "application/json")
+            .body("x".repeat(100_000))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 405);
+        let mut raw = RawSession::new(&client, &url);
+        let (status, msgs) = raw.post(Value::String("x".into())).await;
+        // A JSON string is JSON but no JSON-RPC message.
+        assert_eq!((status, msgs[0]["error"]["code"].as_i64()), (400, Some(-32600)));
+        let r = client
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body("{this is not json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status().as_u16(), 400);
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["error"]["code"], -32700, "{v}");
+        assert_eq!(v["id"], Value::Null, "{v}");
+        assert_eq!(v["jsonrpc"], "2.0", "{v}");
+        let (status, msgs) = raw
+            .post(json!({"jsonrpc": "2.0", "id": 9, "result": "not a request"}))
+            .await;
+        assert!(status == 400 || status == 202, "{status} {msgs:?}");
+        // Past the body limit, announced or not.
+        let big = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x".repeat(5000)}});
+        let (status, _) = raw.post(big.clone()).await;
+        assert_eq!(status, 413);
+        let host = base.trim_start_matches("http://").to_string();
+        let status = tokio::task::spawn_blocking(move || chunked_post(&host, big.to_string().as_bytes()))
+            .await
+            .unwrap();
+        assert_eq!(status, 413, "a chunked body past the limit");
+
+        // A session, tied to a query, that goes idle.
+        let mut s = RawSession::new(&client, &format!("{url}?query=people"));
+        let init = s.open().await;
+        assert_eq!(init["serverInfo"]["name"], "discbench-tiny");
+        let r = s.call("hr__query", json!({"sql": "SELECT name FROM people"})).await;
+        assert_eq!(r["isError"], false, "{r}");
+        tokio::time::sleep(Duration::from_millis(2_500)).await;
+        let (status, _) = s
+            .post(json!({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}))
+            .await;
+        assert_eq!(status, 404, "the idle session is gone");
+        let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+        let o: Value = serde_json::from_str(lines.trim()).unwrap();
+        assert_eq!(o["query_id"], "people");
+        assert_eq!(o["score"]["exact"], true, "{o}");
+
+        // The next session starts afresh, and answers a SQL error as a tool error.
+        let mut t = RawSession::new(&client, &url);
+        t.open().await;
+        let r = t.call("hr__query", json!({"sql": "SELECT randomblob(900000000)"})).await;
+        assert_eq!(r["isError"], true, "{r}");
+        assert!(r["content"][0]["text"].as_str().unwrap().contains("too big"), "{r}");
+        assert_eq!(t.close().await, 202);
+    });
+    let (status, rest) = server.stop();
+    assert!(status.success(), "{status}: {rest}");
+}
+
+/// POSTs `body` to `/mcp` at `host` in chunks, with no length announced; the status.
+fn chunked_post(host: &str, body: &[u8]) -> u16 {
+    let mut c = std::net::TcpStream::connect(host).unwrap();
+    write!(
+        c,
+        "POST /mcp HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    .unwrap();
+    for chunk in body.chunks(512) {
+        // The server may answer and close before the last chunk: later writes fail.
+        if write!(c, "{:x}\r\n", chunk.len()).is_err()
+            || c.write_all(chunk).is_err()
+            || c.write_all(b"\r\n").is_err()
+        {
+            break;
+        }
+    }
+    let _ = c.write_all(b"0\r\n\r\n");
+    let mut line = String::new();
+    BufReader::new(c).read_line(&mut line).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// A bounded load test on loopback: 200 sessions at once on one `serve --transport
+/// http`, each calling before its read (refused), reading, calling (answered) and
+/// querying the database, then ending. Every session keeps its own authorizations
+/// (each is refused before its own read, whatever the others read), and every one
+/// is recorded, whole: 200 outcomes, each with its own four calls, repeats 0–199.
+#[test]
+fn http_server_holds_200_concurrent_sessions() {
+    const SESSIONS: usize = 200;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    let server = HttpServer::start(&["--mode", "mcp-resource,databases=legacy"], Some(&runs));
+    let url = format!("{}?query=issue", server.url);
+    let started = Instant::now();
+    let results = runtime().block_on(async {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(SESSIONS)
+            .build()
+            .unwrap();
+        let barrier = Arc::new(tokio::sync::Barrier::new(SESSIONS));
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..SESSIONS {
+            let (client, url, barrier) = (client.clone(), url.clone(), barrier.clone());
+            tasks.spawn(async move {
+                let mut s = RawSession::new(&client, &url);
+                s.open().await;
+                // Every session is open before any reads.
+                barrier.wait().await;
+                let args = json!({"repo": "acme/app", "title": format!("Crash {i}")});
+                let before = s.call("github__create_issue", args.clone()).await;
+                let read = s
+                    .request(
+                        "resources/read",
+                        json!({"uri": "resource:///tool_descriptions?tools=github__create_issue"}),
+                    )
+                    .await;
+                let after = s.call("github__create_issue", args).await;
+                let rows = s
+                    .call(
+                        "hr__query",
+                        json!({"sql": format!("SELECT {i} AS n, count(*) FROM people")}),
+                    )
+                    .await;
+                let closed = s.close().await;
+                (i, before, read, after, rows, closed)
+            });
+        }
+        let mut out = Vec::new();
+        while let Some(r) = tasks.join_next().await {
+            out.push(r.unwrap());
+        }
+        out
+    });
+    let took = started.elapsed();
+    assert_eq!(results.len(), SESSIONS);
+    for (i, before, read, after, rows, closed) in &results {
+        assert_eq!(before["isError"], true, "session {i}: {before}");
+        assert!(
+            before.to_string().contains("TOOL_DESCRIPTION_REQUIRED"),
+            "session {i}: {before}"
+        );
+        assert!(read["contents"][0]["text"].as_str().is_some(), "{read}");
+        assert_eq!(after["isError"], false, "session {i}: {after}");
+        let text = rows["content"][0]["text"].as_str().unwrap();
+        let v: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(v["rows"][0][0], json!(i), "session {i} got another's rows");
+        assert_eq!(*closed, 202);
+    }
+    let (status, rest) = server.stop();
+    assert!(status.success(), "{status}: {rest}");
+    let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
+    let outcomes: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every recorded line whole"))
+        .collect();
+    assert_eq!(outcomes.len(), SESSIONS, "{rest}");
+    let mut repeats: Vec<u64> = outcomes
+        .iter()
+        .map(|o| o["repeat"].as_u64().unwrap())
+        .collect();
+    repeats.sort();
+    assert_eq!(repeats, (0..SESSIONS as u64).collect::<Vec<_>>());
+    let mut titles = std::collections::BTreeSet::new();
+    for o in &outcomes {
+        assert_eq!(o["protocol"]["description_required"], 1, "{o}");
+        let calls = o["calls"].as_array().unwrap();
+        let effects: Vec<&str> = calls
+            .iter()
+            .map(|c| c["effect"].as_str().unwrap())
+            .collect();
+        assert_eq!(effects, ["error", "fetched", "executed", "executed"], "{o}");
+        let args: Value = serde_json::from_str(calls[2]["arguments"].as_str().unwrap()).unwrap();
+        titles.insert(args["title"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        titles.len(),
+        SESSIONS,
+        "each outcome holds its own session's calls"
+    );
+    eprintln!(
+        "{SESSIONS} concurrent sessions, 6 requests and a DELETE each: {:.1} s",
+        took.as_secs_f64()
+    );
+}
+
+/// Under `mcp-resource`, what a client is told matches what it can do: it reads the
+/// resource itself (there is no `read_resource` tool over MCP), so the refusal, the
+/// resource's description and the instructions say to read the resource, never to
+/// call a tool; a template set keeps its own wording, less the sentence that
+/// describes a tool.
+#[test]
+fn served_mcp_resource_wording_names_what_a_client_can_do() {
+    for set in [None, Some("mcp-pd-brief"), Some("mcp-pd-verbose")] {
+        let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
+        let templates = match set {
+            None => Templates::builtin(),
+            Some(s) => Templates::builtin().with_set(s).unwrap(),
+        };
+        let served = Arc::new(
+            Served::new(
+                sc,
+                ServeOptions {
+                    mode: Mode::preset("mcp-resource").unwrap(),
+                    templates: Arc::new(templates),
+                    protocol: ProtocolConfig::default(),
+                    counter: Arc::new(Counter::new(Encoding::O200kBase)),
+                    query: None,
+                    model: None,
+                    recorder: None,
+                },
+            )
+            .unwrap(),
+        );
+        let mut s = Session::new(served.clone());
+        let resource = &s.list_resources()[0];
+        assert!(
+            !resource.description.starts_with("Reads a resource"),
+            "{set:?}: {}",
+            resource.description
+        );
+        assert!(resource
+            .description
+            .contains("resource:///tool_descriptions"));
+        let refused = s
+            .call(
+                "github__create_issue",
+                &json!({"repo": "a/b", "title": "t"}),
+            )
+            .unwrap();
+        assert!(refused.is_error);
+        let v: Value = serde_json::from_str(&refused.content).unwrap();
+        assert_eq!(v["error"]["code"], "TOOL_DESCRIPTION_REQUIRED");
+        let steps = v["error"]["instructions"].to_string();
+        assert!(!steps.contains("read_resource"), "{set:?}: {steps}");
+        assert!(
+            steps.contains("Read the resource resource:///tool_descriptions?tools=github__create_issue (MCP resources/read)"),
+            "{steps}"
+        );
+        if set.is_none() {
+            assert!(resource
+                .description
+                .starts_with("The full descriptions of the 1 MCP tools."));
+            let instructions = served.composite.system();
+            assert!(!instructions.contains("read_resource"), "{instructions}");
+            assert!(
+                instructions.contains("by reading the resource resource:///tool_descriptions?tools=github__create_issue"),
+                "{instructions}"
+            );
+        }
+    }
+    // In a run, the strategy keeps its own tool and its wording.
+    let t = Templates::builtin();
+    assert!(t
+        .source("read_resource.j2")
+        .unwrap()
+        .contains("Reads a resource."));
+}
+
+/// A session tied to no query is recorded unscored: its ledger, calls and turns in
+/// `sessions.jsonl`, no score, and nothing in `outcomes.jsonl`; a second one is the
+/// next session of the same scenario, mode and client.
+#[test]
+fn sessions_tied_to_no_query_are_recorded_unscored() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("served");
+    for n in 0..2 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_discbench"))
+            .arg("serve")
+            .arg(root().join("fixtures/snapshot/tiny.yaml"))
+            .args(["--mode", "legacy", "--record"])
+            .arg(&runs)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut answers: Vec<Value> = Vec::new();
+        // As a client does, the calls go after the list has come back: rmcp answers
+        // requests concurrently, and a call handled before the listing would be
+        // counted as a request without the tools in it.
+        for (lines, expect) in [
+            (
+                vec![
+                    r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"cost-probe","version":"2"}}}"#,
+                    r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+                    r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+                ],
+                2,
+            ),
+            (
+                vec![
+                    r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"erp__get_order","arguments":{"order_id":"9921"}}}"#,
+                    r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"hr__query","arguments":{"sql":"SELECT nothing FROM nowhere"}}}"#,
+                ],
+                4,
+            ),
+        ] {
+            for l in lines {
+                writeln!(stdin, "{l}").unwrap();
+            }
+            stdin.flush().unwrap();
+            while answers.len() < expect {
+                let mut l = String::new();
+                assert!(
+                    out.read_line(&mut l).unwrap() > 0,
+                    "serve closed stdout early"
+                );
+                answers.push(serde_json::from_str(&l).unwrap());
+            }
+        }
+        let failed = answers.iter().find(|a| a["id"] == 4).unwrap();
+        assert_eq!(failed["result"]["isError"], true, "{failed}");
+        drop(stdin);
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&format!("recorded unscored session {n}")),
+            "{}",
+            text(&o)
+        );
+    }
+    assert!(!runs.join("outcomes.jsonl").exists(), "nothing is scored");
+    let lines = std::fs::read_to_string(runs.join("sessions.jsonl")).unwrap();
+    let sessions: Vec<Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(sessions.len(), 2);
+    for (n, s) in sessions.iter().enumerate() {
+        assert_eq!(s["session"], n, "{s}");
+        assert_eq!(s["model"], "client:cost-probe");
+        assert_eq!(s["client"], "cost-probe 2");
+        assert_eq!(s["mode"], "legacy");
+        assert!(
+            s.get("score").is_none() && s.get("query_id").is_none(),
+            "{s}"
+        );
+        let mut calls: Vec<&str> = s["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["tool"].as_str().unwrap())
+            .collect();
+        // rmcp answers requests concurrently: the calls in either order.
+        calls.sort();
+        assert_eq!(calls, ["erp__get_order", "hr__query"]);
+        let t = &s["tokens"];
+        let listing = t["system"].as_u64().unwrap() + t["tool_defs"].as_u64().unwrap();
+        assert!(t["tool_defs"].as_u64().unwrap() > 100, "{t}");
+        assert_eq!(t["first_turn"].as_u64().unwrap(), listing, "{t}");
+        // Two calls: two requests, each of everything disclosed before it.
+        assert!(t["billed_input"].as_u64().unwrap() > 2 * listing, "{t}");
+        assert!(t["results"].as_u64().unwrap() > 0, "{t}");
+        assert_eq!(s["turns"].as_array().unwrap().len(), 2, "{s}");
+    }
+    for layer in ["system", "tool_defs", "results"] {
+        assert_eq!(
+            sessions[0]["tokens"][layer], sessions[1]["tokens"][layer],
+            "the same session, the same cost"
+        );
+    }
+}

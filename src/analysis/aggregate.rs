@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use polars::prelude::*;
 
 use serde::Deserialize;
@@ -407,7 +407,10 @@ fn flatten_into(jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
         );
     }
     if total == 0 {
-        bail!("{} holds no outcomes", jsonl.display());
+        return Err(crate::record::reader::RecordError::Empty {
+            path: jsonl.to_path_buf(),
+        }
+        .into());
     }
     if batch.len > 0 {
         flush(&mut batch, &mut writer)?;

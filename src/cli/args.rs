@@ -111,7 +111,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ID")]
     pub query: Option<String>,
     /// Append every session tied to a query, as an outcome, to this run directory
-    /// (`report`, `compare` and the gate read it like a run's).
+    /// (`report`, `compare` and the gate read it like a run's); sessions tied to no
+    /// query go to its sessions.jsonl, unscored (ledger, calls, tokens).
     #[arg(long, value_name = "DIR")]
     pub record: Option<PathBuf>,
     /// The name outcomes give the agent [default: client:<the client's name>]
@@ -123,6 +124,15 @@ pub struct ServeArgs {
     /// Prompt templates: a directory or a built-in template set (as for `run`).
     #[arg(long, value_name = "DIR|SET")]
     pub templates: Option<PathBuf>,
+    #[command(flatten)]
+    pub sql: SqlArgs,
+    /// `--transport http`: bytes of one request body at most (past it: 413)
+    #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
+    pub max_body: usize,
+    /// `--transport http`: a session with no request for this many seconds is ended
+    /// (and recorded)
+    #[arg(long, value_name = "SECONDS", default_value_t = 300.0)]
+    pub idle_timeout: f64,
 }
 
 #[derive(Args, Debug)]
@@ -227,6 +237,8 @@ pub struct Common {
     /// input price [default: 90]
     #[arg(long, value_name = "PERCENT")]
     pub cache_discount: Option<usize>,
+    #[command(flatten)]
+    pub sql: SqlArgs,
     /// The protocol settings a resumed run recorded: used whole, so that neither the
     /// flags nor the environment of the resuming shell can change them.
     #[arg(skip)]
@@ -250,6 +262,47 @@ impl Common {
             result_budget: self.result_budget,
             skill_stub_chars: self.skill_stub_chars,
             cache_discount_pct: self.cache_discount,
+            sql: self.sql.flags(),
+        }
+    }
+}
+
+/// What one SQL query a model writes may cost (`run`, `sweep`, `serve`); recorded in
+/// run.json.
+#[derive(Args, Debug, Clone, Default)]
+pub struct SqlArgs {
+    /// Bytes of the largest string, blob or row a query may make, and of its SQL text:
+    /// past it the query is an error answer, nothing is allocated [default: 100000]
+    #[arg(long, value_name = "BYTES")]
+    pub sql_max_length: Option<usize>,
+    /// Bytes of a LIKE or GLOB pattern [default: 1000]
+    #[arg(long, value_name = "BYTES")]
+    pub sql_max_pattern: Option<usize>,
+    /// MiB of heap SQLite may hold for one query (sorts and temporary tables
+    /// included): past it the query is an error answer [default: 64]
+    #[arg(long, value_name = "MIB")]
+    pub sql_memory: Option<usize>,
+    /// Bytes of rows one answer carries; the rows past it are cut with a note
+    /// [default: 1048576]
+    #[arg(long, value_name = "BYTES")]
+    pub sql_answer_bytes: Option<usize>,
+    /// Milliseconds one query may run before it is interrupted [default: 5000]
+    #[arg(long, value_name = "MS")]
+    pub sql_timeout_ms: Option<u64>,
+    /// SQLite steps one query may take before it is interrupted [default: 50000000]
+    #[arg(long, value_name = "STEPS")]
+    pub sql_max_steps: Option<u64>,
+}
+
+impl SqlArgs {
+    pub fn flags(&self) -> crate::strategy::config::SqlFlags {
+        crate::strategy::config::SqlFlags {
+            max_length: self.sql_max_length,
+            max_pattern: self.sql_max_pattern,
+            memory_mib: self.sql_memory,
+            answer_bytes: self.sql_answer_bytes,
+            timeout_ms: self.sql_timeout_ms,
+            max_steps: self.sql_max_steps,
         }
     }
 }

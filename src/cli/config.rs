@@ -83,7 +83,13 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         .map_or_else(|| Ok(Templates::builtin()), Templates::from_arg)
         .map_err(|e| Failure::Usage(format!("--templates: {e}")))?;
     let protocol = match &c.recorded_protocol {
-        Some(p) => **p,
+        // A run.json is input like any file: its limits are checked as the flags are.
+        Some(p) => {
+            p.sql
+                .check()
+                .map_err(|e| Failure::Usage(format!("run.json: settings.protocol.sql: {e}")))?;
+            **p
+        }
         None => ProtocolConfig::resolve(&c.protocol_flags(), |v| std::env::var(v).ok())
             .map_err(Failure::Usage)?,
     };
@@ -235,6 +241,7 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         result_budget: None,
         skill_stub_chars: None,
         cache_discount: None,
+        sql: Default::default(),
         recorded_protocol: Some(Box::new(protocol)),
         sweep: recorded.sweep.clone(),
     })

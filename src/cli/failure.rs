@@ -18,6 +18,9 @@ impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
             Failure::Input(_) | Failure::Usage(_) => exit::BAD_INPUT,
+            // A record file that is not one (a garbled line, a run.json that is not
+            // one), wherever it was read: the file's fault, not the machine's.
+            Failure::Infra(e) if crate::record::reader::is_bad_input(e) => exit::BAD_INPUT,
             Failure::Infra(_) => exit::INFRA,
         }
     }

@@ -40,11 +40,15 @@ pub struct ImportMcpArgs {
 }
 
 pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
-    if !(a.timeout > 0.0 && a.timeout.is_finite()) {
+    // A Duration holds at most u64::MAX seconds: 1e300 is not "positive" enough.
+    let Some(timeout) = Some(a.timeout)
+        .filter(|t| *t > 0.0)
+        .and_then(|t| Duration::try_from_secs_f64(t).ok())
+    else {
         return Err(Failure::Usage(
             "--timeout must be a positive number of seconds".into(),
         ));
-    }
+    };
     let target = match (&a.url, a.command.split_first()) {
         (Some(url), _) => {
             if !(url.starts_with("http://") || url.starts_with("https://"))
@@ -72,7 +76,6 @@ pub fn import_mcp(a: ImportMcpArgs, out: &mut dyn std::io::Write) -> Result<i32,
             versions.join(", ")
         )));
     }
-    let timeout = Duration::from_secs_f64(a.timeout);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -17,12 +17,12 @@ use super::report_cmd::{finish_report, load_baseline};
 use crate::analysis::compare;
 use crate::model::http::Sampling;
 use crate::model::limit::Limits;
-use crate::model::models_file::ModelsFile;
+use crate::model::models_file::{ModelsFile, MAX_TIMEOUT_SECS};
 use crate::model::replay::{Recorder, Recording, Replay, Tape};
 use crate::model::{self, Backend, ModelOptions};
 use crate::record::manifest::{Manifest, PromptCache, Shard, Ttl};
 use crate::record::writer::{self, OutcomeWriter};
-use crate::record::{reader, KeyView, OutcomeKey, FORMAT_VERSION};
+use crate::record::{reader, OutcomeKey, FORMAT_VERSION};
 use crate::report;
 use crate::runner::events::{Progress, ProgressKind, WriterListener};
 use crate::runner::{plan, ExecOptions, Listener, Plan, RetryPolicy, RunConfig, Work};
@@ -191,10 +191,10 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
         Some(p) => Some(ModelsFile::load(p).map_err(|m| Failure::Usage(format!("--models: {m}")))?),
         None => None,
     };
-    if !(e.request_timeout > 0.0 && e.request_timeout.is_finite()) {
-        return Err(Failure::Usage(
-            "--request-timeout must be a positive number of seconds".into(),
-        ));
+    if !(e.request_timeout > 0.0 && e.request_timeout <= MAX_TIMEOUT_SECS) {
+        return Err(Failure::Usage(format!(
+            "--request-timeout must be a positive number of seconds, at most {MAX_TIMEOUT_SECS}"
+        )));
     }
     let env = |k: &str| std::env::var(k).ok();
     let o = ModelOptions {
@@ -428,12 +428,21 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
         )));
     }
     // What is done: every whole outcome line. A torn last line is set aside in
-    // `outcomes.torn` (never deleted) and its work item runs again.
+    // `outcomes.torn` (never deleted) and its work item runs again. Each line is read
+    // whole, not just its key: a line that is not an outcome refuses the resume
+    // before anything is written (the reports at its end would fail on it).
     let path = dir.join(writer::OUTCOMES);
     let mut done: HashSet<OutcomeKey> = HashSet::new();
+    // The texts are read whole too, before anything is repaired or made: a resume
+    // that is refused leaves the run as it was.
+    let texts = dir.join(crate::record::texts::FILE);
+    if texts.is_file() {
+        reader::read::<crate::record::texts::TextLine>(&texts, |_, _| Ok(()))
+            .map_err(super::report_cmd::report_failure)?;
+    }
     if path.is_file() {
-        let stats = reader::read::<KeyView>(&path, |_, k| {
-            done.insert(k.key());
+        let stats = reader::read::<crate::record::Outcome>(&path, |_, o| {
+            done.insert(o.key());
             Ok(())
         })
         .map_err(super::report_cmd::report_failure)?;

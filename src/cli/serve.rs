@@ -28,6 +28,22 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
             )))
         }
     };
+    if !(a.idle_timeout.is_finite() && a.idle_timeout > 0.0 && a.idle_timeout <= 1e7) {
+        return Err(Failure::Usage(format!(
+            "--idle-timeout {}: a number of seconds above 0",
+            a.idle_timeout
+        )));
+    }
+    if a.max_body < 1024 {
+        return Err(Failure::Usage(format!(
+            "--max-body {}: at least 1024 bytes",
+            a.max_body
+        )));
+    }
+    let options = crate::serve::http::HttpOptions {
+        max_body: a.max_body,
+        idle: Duration::from_secs_f64(a.idle_timeout),
+    };
     let p = config::prepare(&Common {
         scenarios: vec![a.scenario.clone()],
         modes: vec![a.mode.clone()],
@@ -42,6 +58,7 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
         result_budget: None,
         skill_stub_chars: None,
         cache_discount: None,
+        sql: a.sql.clone(),
         recorded_protocol: None,
         sweep: None,
     })?;
@@ -74,7 +91,7 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
     let served = Arc::new(served);
     if served.recorder.is_some() && served.query.is_none() {
         eprintln!(
-            "discbench serve: --record without --query: only sessions that name a query (HTTP: /mcp?query=ID) are recorded (an outcome is scored against a query)"
+            "discbench serve: --record without --query: sessions that name a query (HTTP: /mcp?query=ID) are recorded as scored outcomes, the others as unscored sessions in sessions.jsonl"
         );
     }
     let what = format!(
@@ -93,7 +110,7 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
             eprintln!("{what} over stdio");
             rt.block_on(stdio(served))
         }
-        Some(addr) => rt.block_on(http(served, addr, what)),
+        Some(addr) => rt.block_on(http(served, addr, what, options)),
     };
     // A read of stdin cannot be cancelled: do not wait for one at shutdown.
     rt.shutdown_timeout(Duration::from_millis(200));
@@ -105,6 +122,7 @@ async fn http(
     served: Arc<Served>,
     addr: std::net::SocketAddr,
     what: String,
+    options: crate::serve::http::HttpOptions,
 ) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -114,7 +132,12 @@ async fn http(
         .map_err(|e| Failure::Infra(e.into()))?;
     eprintln!("{what} at {}", crate::serve::http::url(bound));
     let stop = tokio_util::sync::CancellationToken::new();
-    let server = tokio::spawn(crate::serve::http::serve(served, listener, stop.clone()));
+    let server = tokio::spawn(crate::serve::http::serve(
+        served,
+        listener,
+        stop.clone(),
+        options,
+    ));
     signal().await;
     eprintln!("discbench serve: stopping");
     stop.cancel();

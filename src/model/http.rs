@@ -255,12 +255,15 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Opt
     let get = |k: &str| headers.get(k).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {
-            return Some(Duration::from_secs_f64(ms / 1000.0));
+            // A wait past what a Duration holds is a very long wait: the retry policy
+            // caps it anyway.
+            return Some(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::MAX));
         }
     }
     let v = get("retry-after")?;
     if let Ok(secs) = v.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX));
     }
     let at = http_date(v)?;
     let now = now.duration_since(UNIX_EPOCH).ok()?.as_secs();
@@ -285,6 +288,11 @@ pub fn http_date(s: &str) -> Option<u64> {
     let [h, m, sec] = hms.as_slice() else {
         return None;
     };
+    // An IMF-fixdate's fields are a clock's: anything else is no date (and a year or
+    // an hour of any size would overflow the sum below).
+    if !(1..=9999).contains(&year) || *h > 23 || *m > 59 || *sec > 60 {
+        return None;
+    }
     let days = days_from_civil(year, month, day);
     u64::try_from(days)
         .ok()
@@ -328,7 +336,14 @@ mod tests {
             Some(Duration::from_secs(7))
         );
         assert_eq!(retry_after(&h("retry-after", "soon"), now), None);
+        // Past what a Duration holds: the longest wait, which the retry policy caps.
+        assert_eq!(
+            retry_after(&h("retry-after", "1e300"), now),
+            Some(Duration::MAX)
+        );
         assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        assert_eq!(http_date("Thu, 01 Jan 99999999999999 00:00:00 GMT"), None);
+        assert_eq!(http_date("Thu, 01 Jan 2026 99999999999999:00:00 GMT"), None);
     }
 
     #[test]

@@ -25,6 +25,10 @@ use serde::Deserialize;
 use super::backend::MODELS;
 use super::prices::Prices;
 
+/// The longest request timeout a models file may set: a day. Past it a timeout is a
+/// typo, and past about 1.8e19 seconds it is more than a `Duration` holds.
+pub const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
 /// The API a model speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -99,8 +103,12 @@ impl ModelsFile {
             if !seen.insert(m.name.clone()) {
                 return Err(format!("{at}.name: `{}` is listed twice", m.name));
             }
-            if m.timeout_secs.is_some_and(|t| !(t > 0.0 && t.is_finite())) {
-                return Err(format!("{at}.timeout_secs: a positive number of seconds"));
+            if m.timeout_secs
+                .is_some_and(|t| !(t > 0.0 && t <= MAX_TIMEOUT_SECS))
+            {
+                return Err(format!(
+                    "{at}.timeout_secs: a positive number of seconds, at most {MAX_TIMEOUT_SECS}"
+                ));
             }
         }
         Ok(f)

@@ -191,16 +191,20 @@ impl Manifest {
 
     pub fn load(dir: &Path) -> anyhow::Result<Manifest> {
         let p = dir.join(FILE);
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        let m: Manifest = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a discbench run.json", p.display()))?;
+        let bytes = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        // Bad input, not the machine's failure: the CLI exits 2 for it.
+        let bad = |message: String| super::reader::RecordError::NotManifest {
+            path: p.clone(),
+            message,
+        };
+        let text = String::from_utf8(bytes).map_err(|e| bad(e.to_string()))?;
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
         if m.format > FORMAT_VERSION {
-            anyhow::bail!(
-                "{} was written in outcome format {}, newer than the {FORMAT_VERSION} this discbench reads",
-                p.display(),
+            return Err(bad(format!(
+                "written in outcome format {}, newer than the {FORMAT_VERSION} this discbench reads",
                 m.format
-            );
+            ))
+            .into());
         }
         Ok(m)
     }

@@ -31,6 +31,12 @@ pub enum RecordError {
         line: usize,
         message: String,
     },
+    /// An outcome file without one outcome in it (bad input: nothing to report).
+    #[error("{} holds no outcomes", path.display())]
+    Empty { path: PathBuf },
+    /// A `run.json` that is not one (bad input, as a malformed line is).
+    #[error("{} is not a discbench run.json: {message}", path.display())]
+    NotManifest { path: PathBuf, message: String },
     /// A line written by a newer discbench.
     #[error("{}:{line}: written in outcome format {found}, newer than the {FORMAT_VERSION} this discbench reads; use a newer discbench", path.display())]
     TooNew {

@@ -172,9 +172,11 @@ impl Plan {
         let mut items = Vec::new();
         for (s, sc) in scenarios.iter().enumerate() {
             let databases =
-                Databases::build(&sc.catalog).map_err(|source| PlanError::Database {
-                    scenario: sc.name.clone(),
-                    source,
+                Databases::build_with(&sc.catalog, cfg.protocol.sql).map_err(|source| {
+                    PlanError::Database {
+                        scenario: sc.name.clone(),
+                        source,
+                    }
                 })?;
             runs.push(ScenarioRun {
                 scenario: Arc::new(sc.clone()),

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::environment::{same_rows, Databases, QueryResult, JUDGE_ROW_LIMIT};
+use crate::environment::{same_rows, Databases, QueryResult};
 use crate::scenario::expect::ExpectedCall;
 
 /// Whether the model's query (`args.sql`) returns the rows of the reference `sql` on
@@ -13,7 +13,7 @@ pub fn sql_matches(db: &str, sql: &str, e: &ExpectedCall, args: &Value, dbs: &Da
     let Some(got) = args.get("sql").and_then(Value::as_str) else {
         return false;
     };
-    let judge = |q: &str| dbs.query_limited(db, q, JUDGE_ROW_LIMIT);
+    let judge = |q: &str| dbs.judge(db, q);
     let (Ok(want), Ok(got)) = (judge(sql), judge(got)) else {
         return false;
     };

@@ -4,8 +4,10 @@
 //! [`Session`]. Unknown tools and resources are JSON-RPC errors (invalid params,
 //! resource not found); a call the protocol refuses (`TOOL_DESCRIPTION_REQUIRED`, a
 //! schema violation) is a tool result with `isError`, so the client's model reads the
-//! recovery hint. When the session ends — the client closed stdin or the HTTP
-//! session — the handler is dropped and a session tied to a query is recorded.
+//! recovery hint; so is a call that fails (SQL that fails or hits a limit, arguments
+//! the schema rejects). When the session ends — the client closed stdin, or the HTTP
+//! session was deleted or went idle — the handler is dropped and the session is
+//! recorded: scored when it is tied to a query, else as an unscored session.
 
 use std::sync::{Arc, Mutex};
 
@@ -20,7 +22,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::session::{Refusal, Session};
+use super::record::SESSIONS;
+use super::session::{Ended, Refusal, Session};
 use super::Served;
 
 /// One MCP session.
@@ -41,6 +44,19 @@ impl Handler {
         // A panic while answering must not take later requests down with it.
         self.session.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Runs `f` on the session from an async handler. A call may run SQL for up to its
+    /// time limit, and a request waits for the session's lock while another holds it:
+    /// on the multi-threaded runtime of `serve` both block in place, so the runtime
+    /// moves its other tasks (accepting, timeouts, other sessions) to a new worker
+    /// instead of stalling behind them.
+    fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+        let run = || f(&mut self.session());
+        match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+    }
 }
 
 impl Drop for Handler {
@@ -48,18 +64,23 @@ impl Drop for Handler {
         let Some(recorder) = self.served.recorder.clone() else {
             return;
         };
-        let outcome = self.session().outcome(&recorder.run_id);
-        match outcome {
-            Some(o) => match recorder.append(o) {
+        let ended = self.session().end(&recorder.run_id);
+        match ended {
+            Some(Ended::Scored(o)) => match recorder.append(*o) {
                 Ok(key) => eprintln!(
                     "discbench serve: recorded {key} in {}",
                     recorder.dir().display()
                 ),
                 Err(e) => eprintln!("discbench serve: cannot record the session: {e:#}"),
             },
-            None => eprintln!(
-                "discbench serve: a session not tied to a query is not recorded (start the server with --query ID, or connect to /mcp?query=ID)"
-            ),
+            Some(Ended::Unscored(s)) => match recorder.append_unscored(*s) {
+                Ok(n) => eprintln!(
+                    "discbench serve: recorded unscored session {n} (tied to no query) in {}",
+                    recorder.dir().join(SESSIONS).display()
+                ),
+                Err(e) => eprintln!("discbench serve: cannot record the session: {e:#}"),
+            },
+            None => {}
         }
     }
 }
@@ -129,9 +150,11 @@ impl ServerHandler for Handler {
                         .map(|(_, v)| v.to_string())
                 });
             if let Some(id) = asked {
-                session
-                    .tie(&id)
-                    .map_err(|e| ErrorData::invalid_params(e, None))?;
+                if let Err(e) = session.tie(&id) {
+                    // A session refused at its start held nothing worth recording.
+                    session.discard();
+                    return Err(ErrorData::invalid_params(e, None));
+                }
             }
         }
         context.peer.set_peer_info(request.clone());
@@ -143,7 +166,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.session().list_tools();
+        let tools = self.with_session(|s| s.list_tools());
         let tools = tools
             .into_iter()
             .map(|t| {
@@ -163,7 +186,9 @@ impl ServerHandler for Handler {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let answer = self.session().call(&request.name, &args).map_err(refusal)?;
+        let answer = self
+            .with_session(|s| s.call(&request.name, &args))
+            .map_err(refusal)?;
         let content = vec![ContentBlock::text(answer.content)];
         Ok(if answer.is_error {
             CallToolResult::error(content)
@@ -178,7 +203,7 @@ impl ServerHandler for Handler {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let listed = self.session().list_resources();
+        let listed = self.with_session(|s| s.list_resources());
         let resources = listed
             .into_iter()
             .map(|r| {
@@ -219,7 +244,7 @@ impl ServerHandler for Handler {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri;
-        let text = self.session().read(&uri).map_err(refusal)?;
+        let text = self.with_session(|s| s.read(&uri)).map_err(refusal)?;
         let contents = vec![ResourceContents::text(text, uri).with_mime_type("application/json")];
         Ok(ReadResourceResult::new(contents).into())
     }

@@ -54,6 +54,39 @@ pub enum ServeError {
     },
 }
 
+/// What a client of `serve` is told under `mcp-resource` in place of the in-run
+/// wording, which names a `read_resource` tool a client does not have (it reads the
+/// resource itself): the resource's description, the `TOOL_DESCRIPTION_REQUIRED`
+/// recovery steps, the instructions' workflow section.
+const SERVED: [(&str, &str); 3] = [
+    (
+        "read_resource.j2",
+        include_str!("../../templates/served/read_resource.j2"),
+    ),
+    (
+        "resource_required.j2",
+        include_str!("../../templates/served/resource_required.j2"),
+    ),
+    (
+        "mcp_resource_system.j2",
+        include_str!("../../templates/served/mcp_resource_system.j2"),
+    ),
+];
+
+/// `templates` with [`SERVED`] in place of each built-in template it still uses; a
+/// template set's or a directory's own wording stays (the resource's description
+/// then loses only its opening "Reads a resource…" sentence, see
+/// [`session::Session`]).
+pub fn served_templates(templates: &Templates) -> Result<Templates, TemplateError> {
+    let builtin = Templates::builtin();
+    let files: Vec<(&str, &str)> = SERVED
+        .iter()
+        .filter(|(name, _)| templates.source(name) == builtin.source(name))
+        .copied()
+        .collect();
+    templates.with_sources(&files)
+}
+
 /// A scenario rendered under one mode for serving, shared read-only by every session.
 pub struct Served {
     pub scenario: Arc<Scenario>,
@@ -120,22 +153,26 @@ impl Served {
             ),
         };
         let databases =
-            Databases::build(&scenario.catalog).map_err(|source| ServeError::Database {
-                scenario: scenario.name.clone(),
-                source,
+            Databases::build_with(&scenario.catalog, o.protocol.sql).map_err(|source| {
+                ServeError::Database {
+                    scenario: scenario.name.clone(),
+                    source,
+                }
             })?;
+        let template_error = |source| ServeError::Template {
+            scenario: scenario.name.clone(),
+            mode: o.mode.label.clone(),
+            source,
+        };
+        let templates = Arc::new(served_templates(&o.templates).map_err(template_error)?);
         let composite = Composite::new(
             &scenario.catalog,
             scenario.agent.instructions.as_deref(),
             mode,
-            &o.templates,
+            &templates,
             o.protocol,
         )
-        .map_err(|source| ServeError::Template {
-            scenario: scenario.name.clone(),
-            mode: o.mode.label.clone(),
-            source,
-        })?;
+        .map_err(template_error)?;
         Ok(Served {
             scenario: Arc::new(scenario),
             databases: Arc::new(databases),

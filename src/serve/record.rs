@@ -5,17 +5,56 @@
 //! append holds an exclusive lock on the directory's `outcomes.lock`, and a session's
 //! `repeat` is the number of outcomes the directory already holds for its scenario,
 //! query, mode and model, so that no two outcomes share a key.
+//!
+//! A session tied to no query has no expectation to be scored against: it is
+//! appended to `sessions.jsonl` instead, as an [`UnscoredSession`] — its ledger,
+//! calls, protocol counters and turns, no score — so that what a client's use of a
+//! disclosure costs is measured before anyone writes an expectation for it.
 
 use std::fs::OpenOptions;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
 
 use crate::record::writer::{OutcomeWriter, OUTCOMES};
-use crate::record::{reader, KeyView, Outcome};
+use crate::record::{reader, KeyView, Outcome, TurnRecord};
+use crate::score::{CallRecord, Protocol};
+use crate::tokens::Ledger;
 
 /// The lock file inside a run directory that `serve --record` appends to.
 pub const LOCK: &str = "outcomes.lock";
+/// Where sessions tied to no query are appended, one line each.
+pub const SESSIONS: &str = "sessions.jsonl";
+
+/// A served session tied to no query: what it disclosed and what it called, with the
+/// same ledger an outcome has, and no score.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UnscoredSession {
+    /// The outcome format its parts follow.
+    pub format: u32,
+    pub run_id: String,
+    pub scenario: String,
+    pub mode: String,
+    pub mode_spec: String,
+    /// `--model`, else `client:<clientInfo.name>`.
+    pub model: String,
+    /// The client's name and version, as it gave them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// This session's index among the directory's unscored sessions of the same
+    /// scenario, mode and model (0, 1, …).
+    pub session: usize,
+    pub tokenizer: String,
+    pub catalog_size: usize,
+    pub calls: Vec<CallRecord>,
+    pub protocol: Protocol,
+    pub tokens: Ledger,
+    /// Each request: what entered the context (tokens per entry; the texts are not
+    /// kept).
+    pub turns: Vec<TurnRecord>,
+}
 
 /// Appends served sessions' outcomes to one run directory.
 #[derive(Debug)]
@@ -74,5 +113,59 @@ impl Recorder {
         let mut w = OutcomeWriter::open(&self.dir)?;
         w.append(o)?;
         Ok(key)
+    }
+
+    /// Appends a session tied to no query to `sessions.jsonl`, its `session` index set
+    /// to the next free one for its scenario, mode and model. Returns that index.
+    pub fn append_unscored(&self, mut s: UnscoredSession) -> anyhow::Result<usize> {
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(LOCK))
+            .with_context(|| format!("cannot open {}", self.dir.join(LOCK).display()))?;
+        lock.lock().context("cannot lock outcomes.lock")?;
+        let path = self.dir.join(SESSIONS);
+        #[derive(Deserialize)]
+        struct Key {
+            scenario: String,
+            mode: String,
+            model: String,
+            session: usize,
+        }
+        let mut next = 0;
+        if path.is_file() {
+            // A damaged byte in one line must not stop every later session's record.
+            let bytes =
+                std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                // A line cut by a crash is skipped; the next append starts a new one.
+                if let Ok(k) = serde_json::from_str::<Key>(line) {
+                    if k.scenario == s.scenario && k.mode == s.mode && k.model == s.model {
+                        next = next.max(k.session + 1);
+                    }
+                }
+            }
+        }
+        s.session = next;
+        let mut line = serde_json::to_vec(&s).context("the session serializes")?;
+        line.push(b'\n');
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        // A file that ends mid-line (a crash) gets the line on a line of its own.
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > 0 {
+            let text = std::fs::read(&path).unwrap_or_default();
+            if text.last() != Some(&b'\n') {
+                f.write_all(b"\n")?;
+            }
+        }
+        f.write_all(&line)
+            .and_then(|_| f.flush())
+            .with_context(|| format!("cannot append to {}", path.display()))?;
+        Ok(next)
     }
 }

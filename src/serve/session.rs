@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::record::UnscoredSession;
 use super::Served;
 use crate::record::{Entry, Layer, Outcome, TurnRecord, FORMAT_VERSION};
 use crate::runner::tally::{Scored, Tally};
@@ -187,7 +188,9 @@ impl Session {
     }
 
     /// The workflow text of the `tool_descriptions` resource: the description the
-    /// `mcp-resource` strategy gives its `read_resource` tool.
+    /// `mcp-resource` strategy gives its `read_resource` tool (served wording), less
+    /// an opening sentence that describes the tool ("Reads a resource…", kept by
+    /// template sets): the client reads the resource, there is no such tool.
     fn workflow(&self) -> Option<String> {
         if !self.served.resource_mode() {
             return None;
@@ -197,10 +200,12 @@ impl Session {
             .all_tools()
             .iter()
             .find(|t| t.name == READ_RESOURCE)
-            .map(|t| t.description.clone())
+            .map(|t| without_tool_sentence(&t.description))
     }
 
-    /// `tools/call`.
+    /// `tools/call`. A call that fails — refused by the protocol, arguments the
+    /// schema rejects, SQL that fails or hits a limit — is answered with MCP's
+    /// `isError`.
     pub fn call(&mut self, name: &str, arguments: &Value) -> Result<CallAnswer, Refusal> {
         let call = ToolCall {
             id: format!("call-{}", self.tally.calls.len() + 1),
@@ -223,10 +228,19 @@ impl Session {
             return Err(Refusal::UnknownTool(message));
         }
         let (content, effect) = self.resolve(&call, turn);
-        Ok(CallAnswer {
-            content,
-            is_error: matches!(effect, Effect::Error { .. }),
-        })
+        let is_error = match &effect {
+            Effect::Error { .. } => true,
+            Effect::Executed {
+                sql_result: Some(r),
+                ..
+            } => r.is_err(),
+            // Answered with the schema violations instead of the fixture response.
+            Effect::Executed { schema_errors, .. } => !schema_errors.is_empty(),
+            // A program (code mode) that ended with an error.
+            Effect::Program { error, .. } => error.is_some(),
+            Effect::Fetched { .. } => false,
+        };
+        Ok(CallAnswer { content, is_error })
     }
 
     /// `resources/read`: under `mcp-resource`, a read of the `tool_descriptions`
@@ -288,14 +302,25 @@ impl Session {
     /// The outcome of the session, once, when it is tied to a query: scored like an
     /// episode of a run (`repeat` is set by the recorder).
     pub fn outcome(&mut self, run_id: &str) -> Option<Outcome> {
+        match self.end(run_id)? {
+            Ended::Scored(o) => Some(*o),
+            Ended::Unscored(_) => None,
+        }
+    }
+
+    /// The session's record, once: an outcome scored like an episode of a run when it
+    /// is tied to a query (`repeat` is set by the recorder), else an unscored session
+    /// with the same ledger, calls and turns.
+    /// Ends the session with nothing to record (it was refused at its start).
+    pub fn discard(&mut self) {
+        self.ended = true;
+    }
+
+    pub fn end(&mut self, run_id: &str) -> Option<Ended> {
         if self.ended {
             return None;
         }
         self.ended = true;
-        let q = self.query?;
-        let served = self.served.clone();
-        let sc = &served.scenario;
-        let query = &sc.queries[q];
         if !self.pending.is_empty() || self.turns.is_empty() {
             let request = self.disclosed;
             let entered = std::mem::take(&mut self.pending);
@@ -327,6 +352,38 @@ impl Session {
         ledger.billed_input = requests.iter().sum();
         ledger.peak_context = requests.iter().copied().max().unwrap_or(0);
         ledger.billed_cached = ledger.billed_input;
+        let served = self.served.clone();
+        let sc = &served.scenario;
+        let comp = &served.composite;
+        let Some(q) = self.query else {
+            let calls = std::mem::take(&mut self.tally.calls);
+            let mut turns = std::mem::take(&mut self.turns);
+            for t in &mut turns {
+                for e in &mut t.entered {
+                    e.text = None;
+                }
+            }
+            return Some(Ended::Unscored(Box::new(UnscoredSession {
+                format: FORMAT_VERSION,
+                run_id: run_id.to_string(),
+                scenario: sc.name.clone(),
+                mode: served.mode_label.clone(),
+                mode_spec: comp.mode.canonical_spec(),
+                model: self.model(),
+                client: self.client.clone(),
+                session: 0,
+                tokenizer: served.counter.encoding().as_str().to_string(),
+                catalog_size: sc.catalog.addresses().len(),
+                protocol: crate::score::Protocol {
+                    text_calls: self.tally.text_calls,
+                    ..crate::score::protocol(&calls, calls.len(), false)
+                },
+                calls,
+                tokens: ledger,
+                turns,
+            })));
+        };
+        let query = &sc.queries[q];
         let final_skills: Vec<String> = self.state.loaded_skills.iter().cloned().collect();
         let Scored {
             score,
@@ -340,8 +397,7 @@ impl Session {
             self.tally.calls.len(),
             false,
         );
-        let comp = &served.composite;
-        Some(Outcome {
+        Some(Ended::Scored(Box::new(Outcome {
             format: FORMAT_VERSION,
             run_id: run_id.to_string(),
             scenario: sc.name.clone(),
@@ -368,7 +424,29 @@ impl Session {
             cache: None,
             retrieved: Vec::new(),
             surfacing,
-        })
+        })))
+    }
+}
+
+/// How a session ended: scored against its query, or unscored.
+pub enum Ended {
+    Scored(Box<Outcome>),
+    Unscored(Box<UnscoredSession>),
+}
+
+/// `text` without an opening sentence that describes a tool reading resources
+/// ("Reads a resource." in the in-run wording and the template sets).
+fn without_tool_sentence(text: &str) -> String {
+    let t = text.trim_start();
+    if !t.starts_with("Reads a resource") {
+        return text.to_string();
+    }
+    match t.find(". ") {
+        Some(i) => t[i + 2..].trim_start().to_string(),
+        None => match t.find(".\n") {
+            Some(i) => t[i + 2..].trim_start().to_string(),
+            None => text.to_string(),
+        },
     }
 }
 
@@ -430,6 +508,49 @@ mod tests {
         // The call the query expects, and one more: not exact.
         assert!(!o.score.exact && o.score.recall == 1.0);
         assert!(s.outcome("r").is_none(), "a session ends once");
+    }
+
+    #[test]
+    fn failed_calls_are_tool_errors() {
+        let mut s = Session::new(tiny("legacy", Some("people")));
+        let ok = |s: &mut Session, tool: &str, args: Value| s.call(tool, &args).unwrap().is_error;
+        assert!(!ok(
+            &mut s,
+            "hr__query",
+            json!({"sql": "SELECT name FROM people"})
+        ));
+        assert!(ok(
+            &mut s,
+            "hr__query",
+            json!({"sql": "SELECT * FROM nowhere"})
+        ));
+        assert!(ok(
+            &mut s,
+            "hr__query",
+            json!({"sql": "SELECT randomblob(900000000)"})
+        ));
+        assert!(ok(&mut s, "hr__query", json!({})), "no SQL");
+        assert!(
+            ok(&mut s, "erp__get_order", json!({"order_id": 5})),
+            "schema violation"
+        );
+        assert!(!ok(&mut s, "erp__get_order", json!({"order_id": "9921"})));
+        let mut s = Session::new(tiny("progressive", None));
+        assert!(ok(&mut s, "connector", json!({"subcommand": "nope"})));
+        assert!(!ok(
+            &mut s,
+            "connector",
+            json!({"subcommand": "discover", "connector": "erp"})
+        ));
+    }
+
+    #[test]
+    fn the_tool_sentence_is_dropped_from_a_set_s_resource_description() {
+        assert_eq!(
+            without_tool_sentence("Reads a resource. Read tool descriptions from X first."),
+            "Read tool descriptions from X first."
+        );
+        assert_eq!(without_tool_sentence("Read X first."), "Read X first.");
     }
 
     #[test]

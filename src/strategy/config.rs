@@ -99,6 +99,10 @@ pub struct ProtocolConfig {
     /// billed when the model's prices give no cached-input price (`billed_cached`).
     #[serde(default = "default_cache_discount")]
     pub cache_discount_pct: usize,
+    /// What one SQL query may cost (lengths, memory, time, steps, answer bytes); the
+    /// defaults in a run made before they were recorded.
+    #[serde(default)]
+    pub sql: crate::environment::SqlLimits,
 }
 
 fn default_cache_discount() -> usize {
@@ -114,6 +118,7 @@ impl Default for ProtocolConfig {
             results: ResultLimits::default(),
             skill_stub_chars: 120,
             cache_discount_pct: 90,
+            sql: crate::environment::SqlLimits::default(),
         }
     }
 }
@@ -143,6 +148,36 @@ pub struct ProtocolFlags {
     pub result_budget: Option<usize>,
     pub skill_stub_chars: Option<usize>,
     pub cache_discount_pct: Option<usize>,
+    /// The SQL limits given (`--sql-*`).
+    pub sql: SqlFlags,
+}
+
+/// The `--sql-*` values given on the command line; `None` = not given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SqlFlags {
+    pub max_length: Option<usize>,
+    pub max_pattern: Option<usize>,
+    pub memory_mib: Option<usize>,
+    pub answer_bytes: Option<usize>,
+    pub timeout_ms: Option<u64>,
+    pub max_steps: Option<u64>,
+}
+
+impl SqlFlags {
+    /// The defaults, changed by the flags given.
+    pub fn resolve(&self) -> Result<crate::environment::SqlLimits, String> {
+        let d = crate::environment::SqlLimits::default();
+        let l = crate::environment::SqlLimits {
+            max_length: self.max_length.unwrap_or(d.max_length),
+            max_pattern: self.max_pattern.unwrap_or(d.max_pattern),
+            memory_mib: self.memory_mib.unwrap_or(d.memory_mib),
+            answer_bytes: self.answer_bytes.unwrap_or(d.answer_bytes),
+            timeout_ms: self.timeout_ms.unwrap_or(d.timeout_ms),
+            max_steps: self.max_steps.unwrap_or(d.max_steps),
+        };
+        l.check()?;
+        Ok(l)
+    }
 }
 
 impl ProtocolConfig {
@@ -220,6 +255,7 @@ impl ProtocolConfig {
                 d.skill_stub_chars,
             )?,
             cache_discount_pct: flags.cache_discount_pct.unwrap_or(d.cache_discount_pct),
+            sql: flags.sql.resolve()?,
         };
         if c.cache_discount_pct > 100 {
             return Err("--cache-discount is a percentage from 0 to 100".into());
@@ -274,6 +310,19 @@ impl ProtocolConfig {
             given.cache_discount_pct,
             self.cache_discount_pct,
         );
+        let (s, g) = (&self.sql, &given.sql);
+        check("--sql-max-length", g.max_length, s.max_length);
+        check("--sql-max-pattern", g.max_pattern, s.max_pattern);
+        check("--sql-memory", g.memory_mib, s.memory_mib);
+        check("--sql-answer-bytes", g.answer_bytes, s.answer_bytes);
+        for (flag, g, r) in [
+            ("--sql-timeout-ms", g.timeout_ms, s.timeout_ms),
+            ("--sql-max-steps", g.max_steps, s.max_steps),
+        ] {
+            if let Some(g) = g.filter(|g| *g != r) {
+                out.push(format!("{flag} {g} (the run used {r})"));
+            }
+        }
         out.dedup();
         if let Some(u) = given.unloaded.filter(|u| *u != self.unloaded) {
             out.push(format!(

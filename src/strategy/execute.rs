@@ -27,7 +27,7 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
         let sql = args.get("sql").and_then(Value::as_str).unwrap_or("");
         let r = env.databases.query_limited(db, sql, env.config.row_limit);
         let content = match &r {
-            Ok(q) => query_answer(q, env.config.row_limit),
+            Ok(q) => query_answer(q),
             Err(e) => json!({"error": e.0}).to_string(),
         };
         (content, Some(r))
@@ -60,7 +60,7 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
 
 /// A query result as the model reads it. The time is written as 0.0 so that token
 /// counts repeat from run to run (a measured time would be a few digits).
-fn query_answer(q: &QueryResult, row_limit: usize) -> String {
+fn query_answer(q: &QueryResult) -> String {
     let mut o = serde_json::Map::new();
     o.insert("columns".into(), json!(q.columns));
     o.insert("rows".into(), json!(q.rows));
@@ -70,7 +70,8 @@ fn query_answer(q: &QueryResult, row_limit: usize) -> String {
         o.insert("truncated".into(), json!(true));
         o.insert(
             "note".into(),
-            json!(format!("Only the first {row_limit} rows are shown")),
+            // Fewer when the answer reached its byte limit first.
+            json!(format!("Only the first {} rows are shown", q.rows.len())),
         );
     }
     results::pretty(&Value::Object(o))

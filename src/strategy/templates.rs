@@ -256,6 +256,26 @@ impl Templates {
         Err(TemplateError::UnknownSet(name.into_owned()))
     }
 
+    /// The effective source of one template.
+    pub fn source(&self, name: &str) -> Option<&str> {
+        self.sources
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| s.as_str())
+    }
+
+    /// These templates with the given sources in place of known ones (`serve` words
+    /// what a client is told for a client).
+    pub fn with_sources(&self, files: &[(&str, &str)]) -> Result<Templates, TemplateError> {
+        let mut sources = self.sources.clone();
+        for (file, text) in files {
+            if let Some(slot) = sources.iter_mut().find(|(n, _)| n == file) {
+                slot.1 = text.to_string();
+            }
+        }
+        Templates::compile(sources)
+    }
+
     /// These templates with a built-in set laid over them.
     pub fn with_set(&self, name: &str) -> Result<Templates, TemplateError> {
         let (_, files) = SETS
