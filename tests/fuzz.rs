@@ -32,6 +32,10 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::{json, Map, Value};
 
+#[path = "support/http_serve.rs"]
+mod http_serve;
+use http_serve::HttpServer;
+
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
@@ -1357,34 +1361,12 @@ fn post() -> impl Strategy<Value = Post> {
 
 fn mcp_http(cases: u32, long: bool) {
     quiet_panics();
-    let mut server = discbench()
-        .arg("serve")
-        .arg(root().join("fixtures/snapshot/tiny.yaml"))
-        .args([
-            "--mode",
-            "mcp-resource",
-            "--transport",
-            "http",
-            "--listen",
-            "127.0.0.1:0",
-        ])
-        .args(["--max-body", "65536"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
-    let url = loop {
-        let mut l = String::new();
-        assert!(
-            err.read_line(&mut l).unwrap() > 0,
-            "serve ended before it listened"
-        );
-        if let Some(i) = l.find("http://") {
-            break l[i..].trim().to_string();
-        }
-    };
+    let server = HttpServer::start(
+        &root().join("fixtures/snapshot/tiny.yaml"),
+        &["--mode", "mcp-resource", "--max-body", "65536"],
+        None,
+    );
+    let url = server.url.clone();
     let base = url.trim_end_matches("/mcp").to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -1447,13 +1429,7 @@ fn mcp_http(cases: u32, long: bool) {
             .unwrap();
         assert!(r.status().is_success(), "{}", r.status());
     });
-    Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .unwrap();
-    let status = server.wait().unwrap();
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
+    let (status, rest) = server.stop();
     assert!(!rest.contains("panicked"), "{rest}");
     assert!(status.success(), "{status}: {rest}");
 }

@@ -25,6 +25,10 @@ use discbench::strategy::{Mode, ProtocolConfig, Templates};
 use discbench::tokens::{Counter, Encoding};
 use serde_json::{json, Value};
 
+#[path = "support/http_serve.rs"]
+mod http_serve;
+use http_serve::HttpServer;
+
 fn discbench() -> Command {
     Command::new(env!("CARGO_BIN_EXE_discbench"))
 }
@@ -693,36 +697,12 @@ fn streamable_http_both_ways() {
     let venv = need_venv!();
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("served");
-    let tiny = root().join("fixtures/snapshot/tiny.yaml");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_discbench"))
-        .arg("serve")
-        .arg(&tiny)
-        .args([
-            "--mode",
-            "mcp-resource",
-            "--transport",
-            "http",
-            "--listen",
-            "127.0.0.1:0",
-            "--record",
-        ])
-        .arg(&runs)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(server.stderr.take().unwrap());
-    let url = loop {
-        let mut l = String::new();
-        assert!(
-            err.read_line(&mut l).unwrap() > 0,
-            "serve ended before it listened"
-        );
-        if let Some(i) = l.find("http://") {
-            break l[i..].trim().to_string();
-        }
-    };
+    let server = HttpServer::start(
+        &root().join("fixtures/snapshot/tiny.yaml"),
+        &["--mode", "mcp-resource"],
+        Some(&runs),
+    );
+    let url = server.url.clone();
 
     let o = discbench()
         .args(["import", "mcp", "--out", "-", "--url", &url])
@@ -753,14 +733,7 @@ fn streamable_http_both_ways() {
         assert_eq!(seen["call_after_read"]["is_error"], false, "{seen}");
     }
 
-    let o = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o));
-    let status = server.wait().unwrap();
-    let mut rest = String::new();
-    err.read_to_string(&mut rest).unwrap();
+    let (status, rest) = server.stop();
     assert!(status.success(), "{status}: {rest}");
     let lines = std::fs::read_to_string(runs.join("outcomes.jsonl")).unwrap();
     let outcomes: Vec<Value> = lines
@@ -777,68 +750,6 @@ fn streamable_http_both_ways() {
         assert_eq!(o["query_id"], "issue");
         assert_eq!(o["score"]["exact"], true, "{o}");
         assert_eq!(o["protocol"]["description_required"], 1, "{o}");
-    }
-}
-
-/// A `serve --transport http` process, with the URL it printed.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-    err: BufReader<std::process::ChildStderr>,
-}
-
-impl HttpServer {
-    fn start(args: &[&str], record: Option<&Path>) -> HttpServer {
-        let mut c = discbench();
-        c.arg("serve")
-            .arg(root().join("fixtures/snapshot/tiny.yaml"))
-            .args(["--transport", "http", "--listen", "127.0.0.1:0"])
-            .args(args);
-        if let Some(dir) = record {
-            c.arg("--record").arg(dir);
-        }
-        let mut child = c
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let url = loop {
-            let mut l = String::new();
-            assert!(
-                err.read_line(&mut l).unwrap() > 0,
-                "serve ended before it listened"
-            );
-            if let Some(i) = l.find("http://") {
-                break l[i..].trim().to_string();
-            }
-        };
-        HttpServer { child, url, err }
-    }
-
-    /// SIGTERM, then the exit status and the rest of stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let o = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", text(&o));
-        let status = self.child.wait().unwrap();
-        let mut rest = String::new();
-        self.err.read_to_string(&mut rest).unwrap();
-        (status, rest)
-    }
-}
-
-/// A test that fails leaves no server behind (it would hold whatever the test process
-/// held open, and run on).
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
@@ -965,6 +876,7 @@ fn http_server_holds_its_endpoint_limits_and_idle_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("served");
     let server = HttpServer::start(
+        &root().join("fixtures/snapshot/tiny.yaml"),
         &[
             "--mode",
             "legacy",
@@ -1109,7 +1021,11 @@ fn http_server_holds_200_concurrent_sessions() {
     const SESSIONS: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("served");
-    let server = HttpServer::start(&["--mode", "mcp-resource,databases=legacy"], Some(&runs));
+    let server = HttpServer::start(
+        &root().join("fixtures/snapshot/tiny.yaml"),
+        &["--mode", "mcp-resource,databases=legacy"],
+        Some(&runs),
+    );
     let url = format!("{}?query=issue", server.url);
     let started = Instant::now();
     let results = runtime().block_on(async {
