@@ -584,6 +584,72 @@ impl Catalog {
             .collect()
     }
 
+    /// The legacy tools of each connector, database and MCP server as one group each
+    /// (a provider's `namespace`), in catalog order: the group's name is the resource's
+    /// own, every character outside ASCII letters, digits, `_` and `-` replaced by `_`
+    /// and cut to 64 characters (a clash with a tool name or an earlier group suffixed
+    /// as in [`Catalog::exposed_tool_names`]); its description is the resource's, or
+    /// says what the resource is when it has none. A resource with no tools has no
+    /// group.
+    pub fn tool_groups(&self) -> Vec<crate::wire::ToolGroup> {
+        let names = self.legacy_tool_names();
+        let mut taken: std::collections::HashSet<String> = names.values().cloned().collect();
+        taken.extend(RESERVED_TOOL_NAMES.iter().map(|s| s.to_string()));
+        let mut groups = Vec::new();
+        let mut group = |kind: &str, name: &str, description: &str, keys: Vec<String>| {
+            let tools: Vec<String> = keys.iter().filter_map(|k| names.get(k)).cloned().collect();
+            if tools.is_empty() {
+                return;
+            }
+            let raw: String = name
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .take(64)
+                .collect();
+            let raw = if raw.trim_matches('_').is_empty() {
+                kind.replace(' ', "_")
+            } else {
+                raw
+            };
+            let description = if description.trim().is_empty() {
+                format!("The tools of the {kind} {name}.")
+            } else {
+                description.to_string()
+            };
+            groups.push(crate::wire::ToolGroup {
+                name: unique(raw, &format!("{kind}:{name}"), Some(64), &mut taken),
+                description,
+                tools,
+            });
+        };
+        for c in &self.connectors {
+            let keys = (c.actions.iter())
+                .map(|a| Address::Connector(c.name.clone(), a.name.clone()).to_string())
+                .collect();
+            group("connector", &c.name, &c.description, keys);
+        }
+        for d in &self.databases {
+            let keys = ["list_tables", "describe_table", "query"]
+                .iter()
+                .map(|suffix| format!("database:{}/{suffix}", d.name))
+                .collect();
+            group("database", &d.name, &d.description, keys);
+        }
+        for s in &self.mcp_servers {
+            let keys = (s.tools.iter())
+                .map(|t| Address::Mcp(s.name.clone(), t.name.clone()).to_string())
+                .collect();
+            group("MCP server", &s.name, &s.description, keys);
+        }
+        groups
+    }
+
     /// The names the progressive `connector` tool shows, one per connector in catalog
     /// order: [`safe_name`], a later clash suffixed as in [`Catalog::exposed_tool_names`].
     pub fn connector_stub_names(&self) -> Vec<String> {
@@ -770,5 +836,60 @@ mod tests {
             "{stubs:?}"
         );
         assert!(stubs[2].starts_with("connector_"), "{stubs:?}");
+    }
+
+    #[test]
+    fn each_resource_is_one_group_named_and_described() {
+        let tool = |n: &str| McpTool {
+            name: n.into(),
+            description: String::new(),
+            input_schema: Arc::new(serde_json::json!({"type": "object"})),
+            response: None,
+            docs: ToolDocs::default(),
+        };
+        let server = |n: &str, d: &str, tools: &[&str]| McpServer {
+            name: n.into(),
+            description: d.into(),
+            tools: tools.iter().map(|t| tool(t)).collect(),
+        };
+        let cat = Catalog {
+            mcp_servers: vec![
+                server("Asset Price MCP", "Prices.", &["get_price", "list"]),
+                server("Asset_Price_MCP", "", &["get_price"]),
+                // A server named as one of the other's tools.
+                server("Asset_Price_MCP__list", "Lists.", &["x"]),
+            ],
+            databases: vec![Database {
+                name: "HR".into(),
+                description: "People.".into(),
+                tables: Vec::new(),
+                seed_sql: None,
+            }],
+            ..Catalog::default()
+        };
+        let names = cat.legacy_tool_names();
+        let groups = cat.tool_groups();
+        let brief: Vec<(&str, &str, usize)> = groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.description.as_str(), g.tools.len()))
+            .collect();
+        assert_eq!(brief[0], ("HR", "People.", 3), "databases come first");
+        assert_eq!(brief[1], ("Asset_Price_MCP", "Prices.", 2));
+        // The second server's name is taken by the first group: suffixed.
+        assert!(brief[2].0.starts_with("Asset_Price_MCP_") && brief[2].0.len() == 24);
+        assert_eq!(brief[2].1, "The tools of the MCP server Asset_Price_MCP.");
+        // A group never takes a tool's name.
+        assert_ne!(brief[3].0, "Asset_Price_MCP__list");
+        assert!(!names.values().any(|n| n == brief[3].0));
+        // Members are the legacy names, each in exactly one group.
+        assert_eq!(
+            groups[0].tools,
+            ["HR__list_tables", "HR__describe_table", "HR__query"].map(|s| s.to_lowercase())
+        );
+        let mut members: Vec<&String> = groups.iter().flat_map(|g| &g.tools).collect();
+        members.sort();
+        let mut all: Vec<&String> = names.values().collect();
+        all.sort();
+        assert_eq!(members, all);
     }
 }

@@ -125,6 +125,18 @@ impl NativeTools {
     }
 }
 
+/// Tools a provider may be shown as one group with its own name and description
+/// (OpenAI's `namespace`): the legacy tools of one connector, one database or one MCP
+/// server. Each member keeps its own name, so a call names the same tool on every
+/// backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolGroup {
+    pub name: String,
+    pub description: String,
+    /// Member tool names, in tool-list order.
+    pub tools: Vec<String>,
+}
+
 /// Everything sent in one request. The tool list is shared: every request of a
 /// scenario × mode with all tools loaded sends the same one, so it is not copied.
 #[derive(Debug, Clone, Default)]
@@ -144,11 +156,22 @@ pub struct Context {
     /// The provider's own tool search, when the mode asks for it (`native=server` or
     /// `native=client`).
     pub native: Option<std::sync::Arc<NativeTools>>,
+    /// The groups the mode's tools fall into (a connector, a database, an MCP server),
+    /// for a backend that sends them grouped; tools of no group stand alone.
+    pub groups: Option<std::sync::Arc<[ToolGroup]>>,
 }
 
 impl Context {
     pub fn tool(&self, name: &str) -> Option<&ToolDef> {
         self.tools.iter().find(|t| t.name == name)
+    }
+
+    /// The group a tool belongs to, if any.
+    pub fn group_of(&self, tool: &str) -> Option<&ToolGroup> {
+        self.groups
+            .as_deref()?
+            .iter()
+            .find(|g| g.tools.iter().any(|t| t == tool))
     }
 
     /// The user's query: the first user message.

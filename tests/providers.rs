@@ -346,7 +346,7 @@ fn responses(world: Arc<World>) -> support::server::Server {
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": b.input + out,
         });
-        Reply::Json(200, vec![], provider::responses_answer(&r, usage))
+        Reply::Json(200, vec![], provider::responses_answer(&s.body, &r, usage))
     })
 }
 
@@ -371,16 +371,79 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
         .unwrap();
     ok(&o);
     let seen = server.seen.lock().unwrap().clone();
+    let catalog = discbench::scenario::load(Path::new(scenario))
+        .unwrap()
+        .catalog;
+    let legacy = catalog.legacy_tool_names();
+    let descriptions: Vec<String> = catalog
+        .mcp_servers
+        .iter()
+        .map(|m| match m.description.as_str() {
+            "" => format!("The tools of the MCP server {}.", m.name),
+            d => d.to_string(),
+        })
+        .collect();
+    let expected_namespaces: Vec<(&str, &str, Vec<&str>)> = catalog
+        .mcp_servers
+        .iter()
+        .zip(&descriptions)
+        .map(|(m, d)| {
+            let tools = m.tools.iter().map(|t| {
+                legacy
+                    [&discbench::catalog::Address::Mcp(m.name.clone(), t.name.clone()).to_string()]
+                    .as_str()
+            });
+            (m.name.as_str(), d.as_str(), tools.collect())
+        })
+        .collect();
+    assert_eq!(expected_namespaces.len(), 8);
+    let mut namespaced_calls = 0;
+    let mut namespaced = 0;
     let mut keys: std::collections::HashMap<String, String> = Default::default();
     for s in &seen {
         let b = &s.body;
         assert_eq!(b["store"], json!(false));
         assert_eq!(b["model"], json!("gpt-test"));
-        assert!(b["tools"]
+        // Each MCP server is one namespace with its description, holding the tools of
+        // it the request lists, under the names every other backend sends, in
+        // catalog order; a function outside a namespace is a meta-tool.
+        for t in b["tools"].as_array().unwrap() {
+            if t["type"] == "function" {
+                let name = t["name"].as_str().unwrap();
+                assert!(
+                    ["request_tools", "select_tools"].contains(&name),
+                    "`{name}` stands alone"
+                );
+                continue;
+            }
+            assert_eq!(t["type"], json!("namespace"), "{t}");
+            let (_, description, tools) = expected_namespaces
+                .iter()
+                .find(|(n, ..)| t["name"] == json!(n))
+                .unwrap_or_else(|| panic!("no MCP server is named {}", t["name"]));
+            assert_eq!(t["description"], json!(description));
+            let listed: Vec<&str> = t["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["name"].as_str().unwrap())
+                .collect();
+            let in_order: Vec<&str> = tools
+                .iter()
+                .copied()
+                .filter(|n| listed.contains(n))
+                .collect();
+            assert_eq!(listed, in_order, "{}", t["name"]);
+            namespaced += 1;
+        }
+        // Each call sent back names its function's namespace (checked as the request
+        // is read); count them.
+        namespaced_calls += b["input"]
             .as_array()
             .unwrap()
             .iter()
-            .all(|t| t["type"] == "function" && t["name"].is_string()));
+            .filter(|i| i["type"] == "function_call" && i["namespace"].is_string())
+            .count();
         // One key per conversation, the same on each of its requests.
         let first = b["input"][0]["content"].as_str().unwrap().to_string();
         let key = b["prompt_cache_key"].as_str().unwrap().to_string();
@@ -407,6 +470,7 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
         }
     }
     assert!(rounded > 0, "some prefix falls between two steps");
+    assert!(namespaced > 0 && namespaced_calls > 0);
 }
 
 /// `allowed-tools` on the Responses API: every request of a conversation sends the
@@ -571,7 +635,14 @@ fn responses_search(world: Arc<World>, server: bool) -> support::server::Server 
         let (cx, purpose) = provider::responses_context(b);
         let tools = b["tools"].as_array().unwrap();
         if purpose == discbench::model::backend::Purpose::Act {
-            assert!(tools.iter().any(|t| t["defer_loading"] == json!(true)));
+            // The API defers the functions inside a namespace, never the namespace.
+            let functions = provider::responses_functions(&b["tools"]);
+            assert!(functions
+                .iter()
+                .any(|(ns, f)| ns.is_some() && f["defer_loading"] == json!(true)));
+            assert!(tools
+                .iter()
+                .all(|t| t["type"] != "namespace" || t.get("defer_loading").is_none()));
             let search = tools.iter().find(|t| t["type"] == "tool_search").unwrap();
             if server {
                 assert!(search.get("execution").is_none());

@@ -5,10 +5,13 @@
 //! `types/responses/`, read 2026-11-25). The context becomes `instructions` (the
 //! system prompt), `input` items — the user's message, each earlier answer as an
 //! assistant `message` with `output_text` and its `function_call` items, each tool
-//! result as a `function_call_output` — and flat `function` tools. `store` is off, so
-//! each request carries the whole conversation, as discbench counts it; the
-//! conversation's `prompt_cache_key` (a hash of its system prompt and query) keeps its
-//! requests on one cache. The selection step forces `{"type": "function"}`, or asks for
+//! result as a `function_call_output` — and `function` tools: those of one connector,
+//! database or MCP server go into a `namespace` with the resource's name and
+//! description (each function keeping discbench's name for it, each call of one
+//! naming its `namespace`), the others stand alone. `store` is off, so each request
+//! carries the whole conversation, as discbench counts it; the conversation's
+//! `prompt_cache_key` (a hash of its system prompt and query) keeps its requests on
+//! one cache. The selection step forces `{"type": "function"}`, or asks for
 //! a JSON object (`text.format`). When a strategy limits what may be called without
 //! changing the tool list, `tool_choice` is `allowed_tools`.
 //!
@@ -17,13 +20,15 @@
 //! `usage` — `input_tokens` (cached tokens included), `cached_tokens` and, where the
 //! model reports them, `cache_write_tokens`.
 
+use std::collections::HashMap;
+
 use serde_json::{json, Map, Value};
 
 use super::backend::{Answer, ModelError, Purpose};
 use super::http::{Api, Endpoint, HttpBackend};
 use crate::record::Usage;
 use crate::wire::{
-    Context, Execution, Message, NativeSearch, NativeTools, Response, ToolCall, ToolDef,
+    Context, Execution, Message, NativeSearch, NativeTools, Response, ToolCall, ToolDef, ToolGroup,
 };
 
 /// The Responses wire format.
@@ -69,6 +74,7 @@ pub fn cache_key(cx: &Context) -> String {
 pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     let native = cx.native.as_deref();
     let client = native.filter(|n| n.execution == Execution::Client);
+    let groups = group_index(cx);
     let mut input: Vec<Value> = Vec::new();
     for m in &cx.messages {
         match m {
@@ -105,12 +111,15 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                         }));
                         continue;
                     }
-                    input.push(json!({
-                        "type": "function_call",
-                        "call_id": c.id,
-                        "name": c.name,
-                        "arguments": c.arguments,
-                    }));
+                    input.push(with_namespace(
+                        json!({
+                            "type": "function_call",
+                            "call_id": c.id,
+                            "name": c.name,
+                            "arguments": c.arguments,
+                        }),
+                        groups.get(c.name.as_str()).copied(),
+                    ));
                 }
             }
             Message::Tool {
@@ -120,17 +129,22 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                 ..
             } => match client {
                 // What discbench's search found, as the definitions the API loads.
-                Some(n) if !references.is_empty() => input.push(json!({
-                    "type": "tool_search_output",
-                    "call_id": tool_call_id,
-                    "execution": "client",
-                    "status": "completed",
-                    "tools": references
+                Some(n) if !references.is_empty() => {
+                    let mut found = Grouped::new(cx);
+                    for t in references
                         .iter()
                         .filter_map(|r| n.deferred.iter().find(|t| &t.name == r))
-                        .map(deferred_function)
-                        .collect::<Vec<_>>(),
-                })),
+                    {
+                        found.push(t, deferred_function(t));
+                    }
+                    input.push(json!({
+                        "type": "tool_search_output",
+                        "call_id": tool_call_id,
+                        "execution": "client",
+                        "status": "completed",
+                        "tools": found.list,
+                    }))
+                }
                 _ => input.push(json!({
                     "type": "function_call_output",
                     "call_id": tool_call_id,
@@ -148,12 +162,13 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
         b.insert("prompt_cache_key".into(), json!(cache_key(cx)));
     }
     if !cx.tools.is_empty() {
-        let mut tools: Vec<Value> = Vec::new();
+        let mut tools = Grouped::new(cx);
         for t in cx.tools.iter() {
             match native {
-                // Deferred tools go at the end, all of them, in every request.
+                // Deferred tools come after the rest, all of them, in every request
+                // (each into its namespace, where it has one).
                 Some(n) if n.defers(&t.name) => {}
-                Some(n) if t.name == n.search_tool => tools.push(match n.execution {
+                Some(n) if t.name == n.search_tool => tools.push_flat(match n.execution {
                     Execution::Server => json!({"type": "tool_search"}),
                     Execution::Client => json!({
                         "type": "tool_search",
@@ -162,19 +177,23 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                         "parameters": t.parameters,
                     }),
                 }),
-                _ => tools.push(function(t)),
+                _ => tools.push(t, function(t)),
             }
         }
         if let Some(n) = native {
-            tools.extend(n.deferred.iter().map(deferred_function));
+            // With namespaces, a deferred function goes into its namespace: the API
+            // defers the functions inside one, not the namespace itself.
+            for t in n.deferred.iter() {
+                tools.push(t, deferred_function(t));
+            }
         }
-        b.insert("tools".into(), Value::Array(tools));
+        b.insert("tools".into(), Value::Array(tools.list));
         let choice = match (&cx.tool_choice, &cx.allowed) {
             (Some(f), _) => json!({"type": "function", "name": f}),
             (None, Some(allowed)) => json!({
                 "type": "allowed_tools",
                 "mode": "auto",
-                "tools": allowed.iter().map(|n| json!({"type": "function", "name": n})).collect::<Vec<_>>(),
+                "tools": allowed.iter().map(|n| with_namespace(json!({"type": "function", "name": n}), groups.get(n.as_str()).copied())).collect::<Vec<_>>(),
             }),
             (None, None) => json!("auto"),
         };
@@ -193,6 +212,68 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
         b.insert("max_output_tokens".into(), json!(m));
     }
     Value::Object(b)
+}
+
+/// Each grouped tool's group, by tool name.
+fn group_index(cx: &Context) -> HashMap<&str, &ToolGroup> {
+    let mut index = HashMap::new();
+    for g in cx.groups.iter().flat_map(|g| g.iter()) {
+        for t in &g.tools {
+            index.insert(t.as_str(), g);
+        }
+    }
+    index
+}
+
+/// An item naming a function, with the namespace it is in, if any.
+fn with_namespace(mut item: Value, group: Option<&ToolGroup>) -> Value {
+    if let Some(g) = group {
+        item["namespace"] = json!(g.name);
+    }
+    item
+}
+
+/// A tool list in which the functions of one group (a connector, a database, an MCP
+/// server) go into one `namespace` with the group's name and description, placed
+/// where its first function comes; a function of no group stands alone.
+struct Grouped<'a> {
+    groups: HashMap<&'a str, &'a ToolGroup>,
+    /// Where each group's namespace is in `list`.
+    at: HashMap<&'a str, usize>,
+    list: Vec<Value>,
+}
+
+impl<'a> Grouped<'a> {
+    fn new(cx: &'a Context) -> Self {
+        Grouped {
+            groups: group_index(cx),
+            at: HashMap::new(),
+            list: Vec::new(),
+        }
+    }
+
+    fn push_flat(&mut self, item: Value) {
+        self.list.push(item);
+    }
+
+    /// `item`, the function tool of `t`, in its namespace if `t` has a group.
+    fn push(&mut self, t: &ToolDef, item: Value) {
+        let Some(g) = self.groups.get(t.name.as_str()).copied() else {
+            return self.list.push(item);
+        };
+        let at = *self.at.entry(g.name.as_str()).or_insert_with(|| {
+            self.list.push(json!({
+                "type": "namespace",
+                "name": g.name,
+                "description": g.description,
+                "tools": [],
+            }));
+            self.list.len() - 1
+        });
+        if let Some(Value::Array(fs)) = self.list[at].get_mut("tools") {
+            fs.push(item);
+        }
+    }
 }
 
 /// A function tool.
@@ -361,6 +442,202 @@ fn hosted_search(call: Option<Value>, output: Option<&Value>) -> NativeSearch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            name: "openai-responses:m".into(),
+            model: "m".into(),
+            base_url: "http://127.0.0.1:1/v1".into(),
+            key: None,
+            sampling: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            prices: None,
+            cache: Default::default(),
+        }
+    }
+
+    fn tool(name: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: format!("{name} does it."),
+            parameters: json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    /// Two groups (`git`, `time`) and a tool of none; `git__log` is deferred.
+    fn grouped(native: Option<Execution>) -> Context {
+        let tools: Vec<ToolDef> = ["git__status", "calc", "time__now", "git__diff"]
+            .into_iter()
+            .map(tool)
+            .collect();
+        let mut listed = tools.clone();
+        let deferred = vec![tool("git__log")];
+        if native.is_some() {
+            listed.push(tool("tool_search"));
+        }
+        let group = |name: &str, tools: &[&str]| ToolGroup {
+            name: name.into(),
+            description: format!("The {name} server."),
+            tools: tools.iter().map(|t| t.to_string()).collect(),
+        };
+        Context {
+            system: "s".into(),
+            tools: listed.into(),
+            messages: vec![Message::User {
+                content: "q".into(),
+            }],
+            native: native.map(|execution| {
+                Arc::new(NativeTools {
+                    execution,
+                    variant: "bm25",
+                    search_tool: "tool_search".into(),
+                    deferred: deferred.into(),
+                })
+            }),
+            groups: Some(
+                vec![
+                    group("git", &["git__status", "git__diff", "git__log"]),
+                    group("time", &["time__now"]),
+                ]
+                .into(),
+            ),
+            ..Context::default()
+        }
+    }
+
+    #[test]
+    fn a_group_is_one_namespace_and_its_calls_name_it() {
+        let mut cx = grouped(None);
+        cx.messages.push(Message::assistant(
+            None,
+            vec![
+                ToolCall::new("c1", "git__diff", &json!({})),
+                ToolCall::new("c2", "calc", &json!({})),
+            ],
+        ));
+        cx.allowed = Some(vec!["time__now".into(), "calc".into()]);
+        let b = body(&endpoint(), Purpose::Act, &cx);
+        let tools = b["tools"].as_array().unwrap();
+        let shape: Vec<(String, Vec<String>)> = tools
+            .iter()
+            .map(|t| {
+                let names = t["tools"].as_array().into_iter().flatten();
+                (
+                    format!(
+                        "{}:{}",
+                        t["type"].as_str().unwrap(),
+                        t["name"].as_str().unwrap()
+                    ),
+                    names
+                        .map(|f| f["name"].as_str().unwrap().to_string())
+                        .collect(),
+                )
+            })
+            .collect();
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    "namespace:git".to_string(),
+                    s(&["git__status", "git__diff"])
+                ),
+                ("function:calc".to_string(), s(&[])),
+                ("namespace:time".to_string(), s(&["time__now"])),
+            ],
+            "a namespace stands where its first function came"
+        );
+        assert_eq!(tools[0]["description"], json!("The git server."));
+        assert_eq!(tools[0]["tools"][1]["type"], json!("function"));
+        assert!(tools[0]["tools"][1].get("defer_loading").is_none());
+        let calls: Vec<&Value> = b["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["type"] == "function_call")
+            .collect();
+        assert_eq!(calls[0]["namespace"], json!("git"));
+        assert!(calls[1].get("namespace").is_none());
+        assert_eq!(
+            b["tool_choice"]["tools"],
+            json!([{"type": "function", "name": "time__now", "namespace": "time"},
+                   {"type": "function", "name": "calc"}])
+        );
+        // No groups: every function flat, as before.
+        cx.groups = None;
+        let flat = body(&endpoint(), Purpose::Act, &cx);
+        assert!(flat["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["type"] == "function"));
+    }
+
+    #[test]
+    fn deferred_functions_are_deferred_inside_their_namespace() {
+        let b = body(&endpoint(), Purpose::Act, &grouped(Some(Execution::Server)));
+        let git = &b["tools"][0];
+        assert_eq!(git["name"], json!("git"));
+        assert!(git.get("defer_loading").is_none(), "never the namespace");
+        let deferred: Vec<(&str, bool)> = git["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["name"].as_str().unwrap(),
+                    f["defer_loading"] == json!(true),
+                )
+            })
+            .collect();
+        assert_eq!(
+            deferred,
+            vec![
+                ("git__status", false),
+                ("git__diff", false),
+                ("git__log", true)
+            ]
+        );
+        assert_eq!(
+            b["tools"].as_array().unwrap().last().unwrap()["type"],
+            json!("tool_search")
+        );
+        // A client search's answer loads what it found, in its namespace.
+        let mut cx = grouped(Some(Execution::Client));
+        cx.messages.push(Message::assistant(
+            None,
+            vec![ToolCall::new("s1", "tool_search", &json!({"query": "log"}))],
+        ));
+        cx.messages.push(Message::Tool {
+            tool_call_id: "s1".into(),
+            name: "tool_search".into(),
+            content: "git__log".into(),
+            references: vec!["git__log".into()],
+        });
+        let b = body(&endpoint(), Purpose::Act, &cx);
+        let out = b["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["type"] == "tool_search_output")
+            .unwrap();
+        assert_eq!(out["tools"][0]["type"], json!("namespace"));
+        assert_eq!(out["tools"][0]["name"], json!("git"));
+        assert_eq!(out["tools"][0]["tools"][0]["name"], json!("git__log"));
+        assert_eq!(out["tools"][0]["tools"][0]["defer_loading"], json!(true));
+    }
+
+    #[test]
+    fn a_namespaced_call_reads_back_by_its_name() {
+        let a = parse(&json!({"status": "completed", "output": [
+            {"type": "function_call", "call_id": "c", "namespace": "git",
+             "name": "git__diff", "arguments": "{}"}
+        ]}))
+        .unwrap();
+        assert_eq!(a.response.calls[0].name, "git__diff");
+        assert!(a.response.searches.is_empty());
+    }
 
     #[test]
     fn answers_read_back_text_calls_refusals_and_usage() {

@@ -12,7 +12,7 @@ use crate::catalog::{Address, Catalog, Kind};
 use crate::disclosure::Disclosure;
 use crate::environment::Databases;
 use crate::scenario::ExpectedCall;
-use crate::wire::{Context, Message, NativeSearch, NativeTools, ToolCall, ToolDef};
+use crate::wire::{Context, Message, NativeSearch, NativeTools, ToolCall, ToolDef, ToolGroup};
 
 use super::config::{ProtocolConfig, SelectionConfig, UnloadedCalls};
 use super::mode::{Mode, Placement, SearchVariant};
@@ -56,6 +56,9 @@ pub struct Composite {
     allowed_list: OnceLock<Arc<[ToolDef]>>,
     /// `native=…`: the provider's own tool search over the held-back tools.
     native: Option<Arc<NativeTools>>,
+    /// The legacy tools of each connector, database and MCP server this mode lists
+    /// (shown or held back), grouped for a backend that sends groups.
+    groups: Option<Arc<[ToolGroup]>>,
 }
 
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
@@ -234,6 +237,18 @@ impl Composite {
             }
             _ => None,
         };
+        // Groups: the legacy tools of each resource this mode lists, in tool-list order.
+        let listed: HashMap<&str, usize> = (tools.iter().enumerate())
+            .map(|(i, t)| (t.name.as_str(), i))
+            .collect();
+        let groups: Vec<ToolGroup> = (catalog.tool_groups().into_iter())
+            .filter_map(|mut g| {
+                g.tools.retain(|t| listed.contains_key(t.as_str()));
+                g.tools.sort_by_key(|t| listed[t.as_str()]);
+                (!g.tools.is_empty()).then_some(g)
+            })
+            .collect();
+        let groups = (!groups.is_empty()).then(|| groups.into());
         Ok(Composite {
             mode,
             catalog: catalog.clone(),
@@ -251,6 +266,7 @@ impl Composite {
             ranked: OnceLock::new(),
             allowed_list: OnceLock::new(),
             native,
+            groups,
         })
     }
 
@@ -513,6 +529,7 @@ impl Composite {
             messages: messages.to_vec(),
             allowed: self.allowed_names(state),
             native: self.native.clone(),
+            groups: self.groups.clone(),
         }
     }
 

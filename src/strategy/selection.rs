@@ -190,6 +190,7 @@ pub fn context(
         messages: vec![Message::User { content: user }],
         allowed: None,
         native: None,
+        groups: None,
     })
 }
 

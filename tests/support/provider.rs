@@ -469,6 +469,7 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
             messages,
             allowed: None,
             native: None,
+            groups: None,
         },
         purpose,
     )
@@ -800,26 +801,76 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
             messages,
             allowed: None,
             native: None,
+            groups: None,
         },
         purpose,
     )
 }
 
-/// A Responses API request's context (`store: false`: the whole conversation).
+/// The functions of a tool list (`tools` of a request, or of a `tool_search_output`),
+/// each with the namespace it is in: namespaces are opened, and every one is checked
+/// to be whole (a name, a description, at least one function).
+pub fn responses_functions(tools: &Value) -> Vec<(Option<String>, Value)> {
+    let mut out = Vec::new();
+    for t in tools.as_array().into_iter().flatten() {
+        if t["type"] == "namespace" {
+            let name = t["name"].as_str().expect("a namespace has a name");
+            assert!(!name.is_empty());
+            assert!(
+                t["description"].as_str().is_some_and(|d| !d.is_empty()),
+                "namespace `{name}` has no description"
+            );
+            let fs = t["tools"].as_array().expect("a namespace has tools");
+            assert!(!fs.is_empty(), "namespace `{name}` is empty");
+            for f in fs {
+                assert_eq!(f["type"], "function", "{f}");
+                out.push((Some(name.to_string()), f.clone()));
+            }
+        } else if t["type"] == "function" {
+            out.push((None, t.clone()));
+        }
+    }
+    out
+}
+
+/// Every function a Responses request can name — its tools and what its searches
+/// loaded — with its namespace.
+pub fn responses_namespaces(body: &Value) -> HashMap<String, Option<String>> {
+    let mut lists = vec![body["tools"].clone()];
+    for item in body["input"].as_array().into_iter().flatten() {
+        if item["type"] == "tool_search_output" {
+            lists.push(item["tools"].clone());
+        }
+    }
+    let mut out = HashMap::new();
+    for l in &lists {
+        for (ns, f) in responses_functions(l) {
+            let name = f["name"].as_str().unwrap().to_string();
+            let before = out.insert(name.clone(), ns.clone());
+            assert!(
+                before.is_none() || before == Some(ns),
+                "`{name}` is in two namespaces"
+            );
+        }
+    }
+    out
+}
+
+/// A Responses API request's context (`store: false`: the whole conversation). Each
+/// `function_call` sent back must name the namespace its function is in (and none
+/// when it is in none).
 pub fn responses_context(body: &Value) -> (Context, Purpose) {
-    let tools: Vec<ToolDef> = body["tools"]
-        .as_array()
-        .map(|ts| {
-            ts.iter()
-                .filter(|t| t["type"] == "function" && t["defer_loading"] != json!(true))
-                .map(|t| ToolDef {
-                    name: t["name"].as_str().unwrap().to_string(),
-                    description: t["description"].as_str().unwrap_or("").to_string(),
-                    parameters: t["parameters"].clone(),
-                })
-                .collect()
+    let tools: Vec<ToolDef> = responses_functions(&body["tools"])
+        .into_iter()
+        .map(|(_, t)| t)
+        .filter(|t| t["defer_loading"] != json!(true))
+        .map(|t| ToolDef {
+            name: t["name"].as_str().unwrap().to_string(),
+            description: t["description"].as_str().unwrap_or("").to_string(),
+            parameters: t["parameters"].clone(),
         })
-        .unwrap_or_default();
+        .collect();
+    let namespaces = responses_namespaces(body);
     let forced = (body["tool_choice"]["type"] == "function")
         .then(|| body["tool_choice"]["name"].as_str().unwrap().to_string());
     let allowed = (body["tool_choice"]["type"] == "allowed_tools").then(|| {
@@ -855,11 +906,9 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                     name: search.to_string(),
                     tool_call_id: id,
                     content: item["tools"].to_string(),
-                    references: item["tools"]
-                        .as_array()
-                        .unwrap()
+                    references: responses_functions(&item["tools"])
                         .iter()
-                        .map(|t| t["name"].as_str().unwrap().to_string())
+                        .map(|(_, t)| t["name"].as_str().unwrap().to_string())
                         .collect(),
                 });
             }
@@ -869,11 +918,9 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                 let s = discbench::wire::NativeSearch {
                     raw: json!([call, item]).to_string(),
                     query: call["arguments"].to_string(),
-                    found: item["tools"]
-                        .as_array()
-                        .unwrap()
+                    found: responses_functions(&item["tools"])
                         .iter()
-                        .map(|t| t["name"].as_str().unwrap().to_string())
+                        .map(|(_, t)| t["name"].as_str().unwrap().to_string())
                         .collect(),
                     malformed: None,
                 };
@@ -893,6 +940,13 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
             (Some("function_call"), _) => {
                 let id = item["call_id"].as_str().unwrap().to_string();
                 let name = item["name"].as_str().unwrap().to_string();
+                if let Some(ns) = namespaces.get(&name) {
+                    assert_eq!(
+                        item["namespace"].as_str(),
+                        ns.as_deref(),
+                        "the namespace of a call of `{name}`"
+                    );
+                }
                 names.insert(id.clone(), name.clone());
                 let call = ToolCall {
                     id,
@@ -943,42 +997,65 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
             messages,
             allowed,
             native: None,
+            groups: None,
         },
         purpose,
     )
 }
 
-/// A Responses API answer for `r`, with `usage`.
-pub fn responses_answer(r: &Response, usage: Value) -> Value {
-    responses_answer_native(&[], &json!({}), r, usage)
+/// A Responses API answer for `r`, with `usage`, to a request with `body`.
+pub fn responses_answer(body: &Value, r: &Response, usage: Value) -> Value {
+    responses_answer_native(&[], body, r, usage)
 }
 
 /// A Responses API answer whose searches the server ran (hosted `tool_search_call`
-/// and `tool_search_output` items loading the definitions `body` deferred), then `r`.
+/// and `tool_search_output` items loading the definitions `body` deferred, each in
+/// its namespace), then `r`; each call of a function in a namespace names it.
 pub fn responses_answer_native(
     searches: &[(Value, Vec<String>)],
     body: &Value,
     r: &Response,
     usage: Value,
 ) -> Value {
+    let functions = responses_functions(&body["tools"]);
+    let namespace = |ns: &str| {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "namespace" && t["name"] == ns)
+            .unwrap()
+            .clone()
+    };
     let mut output = Vec::new();
     for (k, (query, found)) in searches.iter().enumerate() {
         output.push(
             json!({"type": "tool_search_call", "id": format!("tsc_{k}"), "call_id": null,
                            "execution": "server", "arguments": query, "status": "completed"}),
         );
-        let tools: Vec<Value> = found
-            .iter()
-            .map(|n| {
-                body["tools"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|t| t["name"] == json!(n) && t["defer_loading"] == json!(true))
-                    .unwrap_or_else(|| panic!("`{n}` was not deferred"))
-                    .clone()
-            })
-            .collect();
+        // What was found, each in its namespace (the namespace's first find places it).
+        let mut tools: Vec<Value> = Vec::new();
+        for n in found {
+            let (ns, f) = functions
+                .iter()
+                .find(|(_, t)| t["name"] == json!(n) && t["defer_loading"] == json!(true))
+                .unwrap_or_else(|| panic!("`{n}` was not deferred"));
+            match ns {
+                None => tools.push(f.clone()),
+                Some(ns) => {
+                    let at = match tools.iter().position(|t| t["name"] == json!(ns)) {
+                        Some(at) => at,
+                        None => {
+                            let mut wrapper = namespace(ns);
+                            wrapper["tools"] = json!([]);
+                            tools.push(wrapper);
+                            tools.len() - 1
+                        }
+                    };
+                    tools[at]["tools"].as_array_mut().unwrap().push(f.clone());
+                }
+            }
+        }
         output.push(
             json!({"type": "tool_search_output", "id": format!("tso_{k}"), "call_id": null,
                            "execution": "server", "status": "completed", "tools": tools}),
@@ -992,10 +1069,12 @@ pub fn responses_answer_native(
         );
     }
     for (i, c) in r.calls.iter().enumerate() {
-        output.push(
-            json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": c.id,
-                           "name": c.name, "arguments": c.arguments, "status": "completed"}),
-        );
+        let mut item = json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": c.id,
+                              "name": c.name, "arguments": c.arguments, "status": "completed"});
+        if let Some((Some(ns), _)) = functions.iter().find(|(_, t)| t["name"] == json!(c.name)) {
+            item["namespace"] = json!(ns);
+        }
+        output.push(item);
     }
     json!({"id": "resp_local", "object": "response", "status": "completed",
            "output": output, "usage": usage})
