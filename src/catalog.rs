@@ -601,17 +601,7 @@ impl Catalog {
             if tools.is_empty() {
                 return;
             }
-            let raw: String = name
-                .chars()
-                .map(|c| {
-                    if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                        c
-                    } else {
-                        '_'
-                    }
-                })
-                .take(64)
-                .collect();
+            let raw = tool_safe(name, 64);
             let raw = if raw.trim_matches('_').is_empty() {
                 kind.replace(' ', "_")
             } else {
@@ -736,8 +726,13 @@ pub fn safe_name(s: &str) -> String {
 /// FIM One's legacy MCP tool name: `{server}__{tool}` with every character outside
 /// ASCII letters, digits, `_` and `-` replaced by `_` (case kept), cut to 128 characters.
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
-    format!("{server}__{tool}")
-        .chars()
+    tool_safe(&format!("{server}__{tool}"), 128)
+}
+
+/// `s` with every character outside ASCII letters, digits, `_` and `-` replaced by
+/// `_` (case kept), cut to `cap` characters.
+fn tool_safe(s: &str, cap: usize) -> String {
+    s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
                 c
@@ -745,7 +740,7 @@ pub fn mcp_tool_name(server: &str, tool: &str) -> String {
                 '_'
             }
         })
-        .take(128)
+        .take(cap)
         .collect()
 }
 
