@@ -748,6 +748,17 @@ fn tool_safe(s: &str, cap: usize) -> String {
 mod tests {
     use super::*;
 
+    /// An MCP tool with only a name.
+    fn tool(n: &str) -> McpTool {
+        McpTool {
+            name: n.into(),
+            description: String::new(),
+            input_schema: Arc::new(serde_json::json!({"type": "object"})),
+            response: None,
+            docs: ToolDocs::default(),
+        }
+    }
+
     #[test]
     fn addresses_round_trip() {
         for s in [
@@ -788,13 +799,6 @@ mod tests {
 
     #[test]
     fn clashing_names_are_made_unique_and_keep_their_addresses() {
-        let tool = |n: &str| McpTool {
-            name: n.into(),
-            description: String::new(),
-            input_schema: Arc::new(serde_json::json!({"type": "object"})),
-            response: None,
-            docs: ToolDocs::default(),
-        };
         let server = |n: &str| McpServer {
             name: n.into(),
             description: String::new(),
@@ -835,13 +839,6 @@ mod tests {
 
     #[test]
     fn each_resource_is_one_group_named_and_described() {
-        let tool = |n: &str| McpTool {
-            name: n.into(),
-            description: String::new(),
-            input_schema: Arc::new(serde_json::json!({"type": "object"})),
-            response: None,
-            docs: ToolDocs::default(),
-        };
         let server = |n: &str, d: &str, tools: &[&str]| McpServer {
             name: n.into(),
             description: d.into(),

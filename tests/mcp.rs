@@ -225,16 +225,15 @@ fn import_failures_are_clear_and_bounded() {
     assert!(o.stdout.is_empty(), "nothing is written on failure: {t}");
 }
 
-/// The tools, resources and instructions `serve` discloses for `tiny` under `mode`,
-/// computed in this process through the library (the expectation of the round trip).
-fn disclosed(mode: &str) -> (Value, Option<Value>, String) {
-    let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
-    let served = Arc::new(
+/// A scenario served in this process under `mode`, with default settings and no
+/// recorder.
+fn served(sc: discbench::scenario::Scenario, mode: Mode, templates: Templates) -> Arc<Served> {
+    Arc::new(
         Served::new(
             sc,
             ServeOptions {
-                mode: Mode::parse(mode).unwrap(),
-                templates: Arc::new(Templates::builtin()),
+                mode,
+                templates: Arc::new(templates),
                 protocol: ProtocolConfig::default(),
                 counter: Arc::new(Counter::new(Encoding::O200kBase)),
                 query: None,
@@ -243,7 +242,14 @@ fn disclosed(mode: &str) -> (Value, Option<Value>, String) {
             },
         )
         .unwrap(),
-    );
+    )
+}
+
+/// The tools, resources and instructions `serve` discloses for `tiny` under `mode`,
+/// computed in this process through the library (the expectation of the round trip).
+fn disclosed(mode: &str) -> (Value, Option<Value>, String) {
+    let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
+    let served = served(sc, Mode::parse(mode).unwrap(), Templates::builtin());
     let mut s = Session::new(served.clone());
     let tools: Vec<Value> = s
         .list_tools()
@@ -452,20 +458,10 @@ fn concurrent_sessions_keep_separate_authorizations() {
         .build()
         .unwrap();
     let sc = discbench::scenario::load(&root().join("fixtures/snapshot/tiny.yaml")).unwrap();
-    let served = Arc::new(
-        Served::new(
-            sc,
-            ServeOptions {
-                mode: Mode::preset("mcp-resource").unwrap(),
-                templates: Arc::new(Templates::builtin()),
-                protocol: ProtocolConfig::default(),
-                counter: Arc::new(Counter::new(Encoding::O200kBase)),
-                query: None,
-                model: None,
-                recorder: None,
-            },
-        )
-        .unwrap(),
+    let served = served(
+        sc,
+        Mode::preset("mcp-resource").unwrap(),
+        Templates::builtin(),
     );
     rt.block_on(async {
         let connect = || async {
@@ -1132,21 +1128,7 @@ fn served_mcp_resource_wording_names_what_a_client_can_do() {
             None => Templates::builtin(),
             Some(s) => Templates::builtin().with_set(s).unwrap(),
         };
-        let served = Arc::new(
-            Served::new(
-                sc,
-                ServeOptions {
-                    mode: Mode::preset("mcp-resource").unwrap(),
-                    templates: Arc::new(templates),
-                    protocol: ProtocolConfig::default(),
-                    counter: Arc::new(Counter::new(Encoding::O200kBase)),
-                    query: None,
-                    model: None,
-                    recorder: None,
-                },
-            )
-            .unwrap(),
-        );
+        let served = served(sc, Mode::preset("mcp-resource").unwrap(), templates);
         let mut s = Session::new(served.clone());
         let resource = &s.list_resources()[0];
         assert!(

@@ -83,17 +83,25 @@ impl Recorder {
         &self.dir
     }
 
-    /// Appends one outcome, its `repeat` set to the next free index for its key.
-    /// Returns the key it was written under.
-    pub fn append(&self, mut o: Outcome) -> anyhow::Result<crate::record::OutcomeKey> {
+    /// The directory's lock, held (every process appending to it takes it first);
+    /// released when the file is closed.
+    fn lock(&self) -> anyhow::Result<std::fs::File> {
+        let path = self.dir.join(LOCK);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.dir.join(LOCK))
-            .with_context(|| format!("cannot open {}", self.dir.join(LOCK).display()))?;
-        // Released when `lock` is closed, at the end of this function.
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
         lock.lock().context("cannot lock outcomes.lock")?;
+        Ok(lock)
+    }
+
+    /// Appends one outcome, its `repeat` set to the next free index for its key.
+    /// Returns the key it was written under.
+    pub fn append(&self, mut o: Outcome) -> anyhow::Result<crate::record::OutcomeKey> {
+        // Released when `_lock` is closed, at the end of this function.
+        let _lock = self.lock()?;
         let path = self.dir.join(OUTCOMES);
         let mut repeat = 0;
         if path.is_file() {
@@ -118,13 +126,7 @@ impl Recorder {
     /// Appends a session tied to no query to `sessions.jsonl`, its `session` index set
     /// to the next free one for its scenario, mode and model. Returns that index.
     pub fn append_unscored(&self, mut s: UnscoredSession) -> anyhow::Result<usize> {
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.dir.join(LOCK))
-            .with_context(|| format!("cannot open {}", self.dir.join(LOCK).display()))?;
-        lock.lock().context("cannot lock outcomes.lock")?;
+        let _lock = self.lock()?;
         let path = self.dir.join(SESSIONS);
         #[derive(Deserialize)]
         struct Key {
