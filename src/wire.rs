@@ -166,14 +166,6 @@ impl Context {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// The group a tool belongs to, if any.
-    pub fn group_of(&self, tool: &str) -> Option<&ToolGroup> {
-        self.groups
-            .as_deref()?
-            .iter()
-            .find(|g| g.tools.iter().any(|t| t == tool))
-    }
-
     /// The user's query: the first user message.
     pub fn query(&self) -> &str {
         self.messages

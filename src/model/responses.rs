@@ -130,7 +130,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
             } => match client {
                 // What discbench's search found, as the definitions the API loads.
                 Some(n) if !references.is_empty() => {
-                    let mut found = Grouped::new(cx);
+                    let mut found = Grouped::new(&groups);
                     for t in references
                         .iter()
                         .filter_map(|r| n.deferred.iter().find(|t| &t.name == r))
@@ -162,7 +162,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
         b.insert("prompt_cache_key".into(), json!(cache_key(cx)));
     }
     if !cx.tools.is_empty() {
-        let mut tools = Grouped::new(cx);
+        let mut tools = Grouped::new(&groups);
         for t in cx.tools.iter() {
             match native {
                 // Deferred tools come after the rest, all of them, in every request
@@ -237,16 +237,16 @@ fn with_namespace(mut item: Value, group: Option<&ToolGroup>) -> Value {
 /// server) go into one `namespace` with the group's name and description, placed
 /// where its first function comes; a function of no group stands alone.
 struct Grouped<'a> {
-    groups: HashMap<&'a str, &'a ToolGroup>,
+    groups: &'a HashMap<&'a str, &'a ToolGroup>,
     /// Where each group's namespace is in `list`.
     at: HashMap<&'a str, usize>,
     list: Vec<Value>,
 }
 
 impl<'a> Grouped<'a> {
-    fn new(cx: &'a Context) -> Self {
+    fn new(groups: &'a HashMap<&'a str, &'a ToolGroup>) -> Self {
         Grouped {
-            groups: group_index(cx),
+            groups,
             at: HashMap::new(),
             list: Vec::new(),
         }
