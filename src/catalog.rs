@@ -11,6 +11,8 @@ use std::str::FromStr;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::names::{tool_safe, unique};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -671,26 +673,6 @@ impl Catalog {
     }
 }
 
-/// `name`, or `name_` and 8 hex digits of `id`'s hash when `name` is taken (the name
-/// shortened first if the result must fit in `cap` characters); the result is taken
-/// from then on.
-fn unique(
-    name: String,
-    id: &str,
-    cap: Option<usize>,
-    taken: &mut std::collections::HashSet<String>,
-) -> String {
-    let name = if taken.contains(&name) {
-        let suffix = format!("_{}", &crate::hash::content_hash(id.as_bytes())[..8]);
-        let keep = cap.map_or(usize::MAX, |c| c.saturating_sub(suffix.len()));
-        format!("{}{suffix}", name.chars().take(keep).collect::<String>())
-    } else {
-        name
-    };
-    taken.insert(name.clone());
-    name
-}
-
 fn stub_names<'a>(names: impl Iterator<Item = &'a str>, kind: &str) -> Vec<String> {
     let mut taken = std::collections::HashSet::new();
     names
@@ -727,21 +709,6 @@ pub fn safe_name(s: &str) -> String {
 /// ASCII letters, digits, `_` and `-` replaced by `_` (case kept), cut to 128 characters.
 pub fn mcp_tool_name(server: &str, tool: &str) -> String {
     tool_safe(&format!("{server}__{tool}"), 128)
-}
-
-/// `s` with every character outside ASCII letters, digits, `_` and `-` replaced by
-/// `_` (case kept), cut to `cap` characters.
-fn tool_safe(s: &str, cap: usize) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(cap)
-        .collect()
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@
 //! environment
 //! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
+//! ground: names
 //! ground: wire, hash, error, exit, events, sandbox
 //! ```
 //!
@@ -57,6 +58,7 @@
 //!   strategy defines (so that scoring and the record count them by name, knowing no
 //!   strategy); `sandbox` runs code mode's programs in an embedded, bounded
 //!   JavaScript engine; `wire`, `hash`, `error` and `exit` stand alone;
+//!   `names` makes tool names unique and maps them to what each provider accepts;
 //!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
 //!   (`import mcp`), and imports nothing of the crate.
 
@@ -74,6 +76,7 @@ pub mod exit;
 pub mod hash;
 pub mod mcp_client;
 pub mod model;
+pub mod names;
 pub mod record;
 pub mod report;
 pub mod runner;

@@ -3,7 +3,7 @@
 //! would run them, on a scratch repository that is not discbench — a first run that
 //! records the baseline, then an unchanged repository, a change that costs tokens and
 //! one that saves them — checking exit codes, `$GITHUB_STEP_SUMMARY` and
-//! `$GITHUB_OUTPUT`; the install script's paths (cached, already installed, built,
+//! `$GITHUB_OUTPUT`; the install script's paths (cached from this very source, built,
 //! no toolchain) with a stand-in `cargo`; the cache key; that `action.yml` hands every
 //! input to the scripts and takes every output from them. And the shell habits, from
 //! the binary: `completions` for every shell and `man` name every command and every
@@ -387,6 +387,39 @@ fn a_change_that_saves_tokens_passes() {
     assert!(!run.stdout.contains("::error"), "{}", run.context());
 }
 
+/// Requests that all fail (a model whose server refuses connections) fail the step:
+/// exit 3, verdict `failed`, and the job summary's comparison says FAILED, although
+/// no metric could regress.
+#[test]
+fn failed_requests_fail_the_step_with_exit_3() {
+    let repo = repository("infra", LEDGER, Some(&recorded().baseline));
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+        let url = format!("http://{}", l.local_addr().expect("an address"));
+        drop(l);
+        url
+    };
+    let args = format!("--openai-base-url {closed} --max-retries 0");
+    let run = gate(
+        &repo,
+        &[
+            ("DISCBENCH_BASELINE", "baselines/summary.json"),
+            ("DISCBENCH_MODELS", "openai:m"),
+            ("DISCBENCH_ARGS", &args),
+        ],
+    );
+    assert_eq!(run.code, 3, "{}", run.context());
+    assert_eq!(run.output("verdict"), "failed");
+    assert_eq!(run.output("exit-code"), "3");
+    assert!(run.output("run-dir").starts_with('/'), "{}", run.context());
+    assert!(run.summary.contains("FAILED"), "{}", run.context());
+    assert!(
+        run.stderr.contains("connection failed ×"),
+        "{}",
+        run.context()
+    );
+}
+
 #[test]
 fn bad_input_fails_the_step_with_exit_2() {
     let repo = repository("bad-input", LEDGER, None);
@@ -395,6 +428,7 @@ fn bad_input_fails_the_step_with_exit_2() {
     assert_eq!(run.output("verdict"), "failed");
     assert_eq!(run.output("exit-code"), "2");
     assert_eq!(run.output("summary"), "");
+    assert_eq!(run.output("run-dir"), "", "no run directory was made");
     assert!(run.stderr.contains("--baseline"), "{}", run.context());
     assert!(
         run.summary.starts_with("## discbench: failed (exit 2)"),
@@ -416,7 +450,21 @@ fn bad_input_fails_the_step_with_exit_2() {
 fn tools(dir: &Path) -> PathBuf {
     let tools = dir.join("tools");
     fs::create_dir_all(&tools).expect("tools/");
-    for name in ["sed", "head", "dirname", "mkdir", "chmod"] {
+    for name in [
+        "sed",
+        "head",
+        "dirname",
+        "mkdir",
+        "chmod",
+        "find",
+        "sort",
+        "xargs",
+        "sha256sum",
+        "cut",
+        "cat",
+        "rm",
+        "uname",
+    ] {
         std::os::unix::fs::symlink(which(name), tools.join(name)).expect("a link");
     }
     tools
@@ -493,35 +541,23 @@ fn install(dir: &Path, path: &[&Path], root: &Path) -> Install {
 }
 
 #[test]
-fn install_uses_the_cache_then_path_then_builds() {
+fn install_builds_the_source_once_and_never_takes_a_binary_from_path() {
     let dir = scratch("install");
     let tools = tools(&dir);
     let fake = fake_cargo(&dir);
     let bin_dir = Path::new(BIN).parent().expect("a directory");
     let root = dir.join("root");
     let cached = root.join("bin/discbench");
-    let version = env!("CARGO_PKG_VERSION");
 
-    // This build on PATH, at the source's version: used as it is, nothing built.
+    // A discbench of the source's own version on PATH (this build) is not taken: the
+    // version number says nothing of the commit. cargo installs the source, --locked,
+    // into the root.
     let i = install(&dir, &[bin_dir, &fake, &tools], &root);
-    let why = format!("{}\n{}", i.stdout, i.stderr);
-    assert_eq!(i.code, 0, "{why}");
-    assert!(
-        i.stdout
-            .contains(&format!("discbench {version}: already installed")),
-        "{why}"
-    );
-    assert_eq!(i.outputs.get("bin").map(String::as_str), Some(BIN), "{why}");
-    assert_eq!(i.github_path.trim(), bin_dir.display().to_string());
-    assert_eq!(i.cargo_log, None, "cargo ran: {why}");
-
-    // Nothing installed: cargo installs the source, --locked, into the root.
-    let i = install(&dir, &[&fake, &tools], &root);
     let why = format!("{}\n{}", i.stdout, i.stderr);
     assert_eq!(i.code, 0, "{why}");
     let log = i.cargo_log.expect("cargo ran");
     let expected = format!(
-        "install --locked --path {} --root {}",
+        "install --locked --force --path {} --root {}",
         crate_root().display(),
         root.display()
     );
@@ -532,6 +568,8 @@ fn install_uses_the_cache_then_path_then_builds() {
         "{why}"
     );
     assert_eq!(i.github_path.trim(), root.join("bin").display().to_string());
+    let digest = fs::read_to_string(root.join("source-digest")).expect("the digest is kept");
+    assert_eq!(digest.trim().len(), 20, "{digest}");
 
     // What that left in the root (what the action caches) is used the next time.
     let i = install(&dir, &[&fake, &tools], &root);
@@ -545,22 +583,20 @@ fn install_uses_the_cache_then_path_then_builds() {
         "{why}"
     );
 
-    // A discbench of another version on PATH is not this action's: built.
-    let other = dir.join("other");
-    write_script(
-        &other.join("discbench"),
-        "#!/bin/sh\necho 'discbench 0.0.0-other'\n",
-    );
-    let fresh = dir.join("fresh-root");
-    let i = install(&dir, &[&other, &fake, &tools], &fresh);
+    // A binary in the root built from another source (a root reused by hand on a
+    // self-hosted runner) is built again.
+    fs::write(root.join("source-digest"), "00000000000000000000\n").expect("a stale digest");
+    let i = install(&dir, &[&fake, &tools], &root);
     let why = format!("{}\n{}", i.stdout, i.stderr);
     assert_eq!(i.code, 0, "{why}");
     assert!(i.cargo_log.is_some(), "cargo did not run: {why}");
-    let built = fresh.join("bin/discbench").display().to_string();
-    assert_eq!(i.outputs.get("bin"), Some(&built), "{why}");
+    assert_eq!(
+        fs::read_to_string(root.join("source-digest")).expect("the digest"),
+        digest
+    );
 
     // No toolchain and nothing installed: an infrastructure failure that says why.
-    let i = install(&dir, &[&tools], &dir.join("empty-root"));
+    let i = install(&dir, &[bin_dir, &tools], &dir.join("empty-root"));
     assert_eq!(i.code, 3, "{}\n{}", i.stdout, i.stderr);
     assert!(i.stderr.contains("no cargo on PATH"), "{}", i.stderr);
     assert!(i.outputs.is_empty(), "{:?}", i.outputs);

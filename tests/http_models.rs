@@ -492,7 +492,7 @@ fn rate_limits_and_server_errors_are_retried_then_recorded_as_infra_errors() {
     assert_eq!(by_query(&os, "refund")["score"]["exact"], json!(true));
 
     // A server that always fails: after the retries, an infra error with its cause;
-    // the run goes on and ends normally.
+    // the run goes on to its end, and then fails (exit 3), saying why.
     let down = serve(|_, _| Reply::Json(500, vec![], json!({"error": "down"})));
     let tmp = tempfile::tempdir().unwrap();
     let o = run_tiny(
@@ -500,13 +500,181 @@ fn rate_limits_and_server_errors_are_retried_then_recorded_as_infra_errors() {
         "openai:m",
         &["--openai-base-url", &down.url, "--max-retries", "1"],
     );
-    ok(&o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("4 of 4 outcomes are infra errors"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("server error (HTTP 500) ×4"),
+        "{}",
+        stderr(&o)
+    );
     let os = outcomes(tmp.path());
     assert_eq!(os.len(), 4);
     assert!(os
         .iter()
         .all(|o| o["infra_error"] == json!("server error (HTTP 500)")));
     assert_eq!(down.seen.lock().unwrap().len(), 8, "two attempts per item");
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A run whose requests all fail is not a measurement: a revoked key (401) or a
+/// server that refuses connections exits 3 and says why on stderr, grouped by cause;
+/// against a baseline the verdict is FAILED, whatever the metrics; `--max-infra`
+/// tolerates some on purpose, as a count or a share.
+#[test]
+fn failed_requests_fail_the_run_unless_tolerated() {
+    let revoked = serve(|_, _| {
+        Reply::Json(
+            401,
+            vec![],
+            json!({"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}),
+        )
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(tmp.path(), "openai:m", &["--openai-base-url", &revoked.url]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("authentication failed: HTTP 401 ×4"), "{err}");
+    assert!(
+        err.contains("Incorrect API key provided"),
+        "the first message: {err}"
+    );
+    assert!(
+        err.contains("--rerun-infra") && err.contains("--max-infra"),
+        "{err}"
+    );
+    // The reports are written all the same.
+    assert!(tmp.path().join("x/summary.json").is_file());
+
+    // Against a baseline (the same run's summary: no metric moved), still FAILED.
+    let base = tmp.path().join("x/summary.json");
+    let again = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["run", "fixtures/snapshot/tiny.yaml", "--mode", "legacy"])
+        .args(["--model", "openai:m", "--openai-base-url", &revoked.url])
+        .args(["--run-id", "x", "--out"])
+        .arg(again.path())
+        .arg("--baseline")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let md = std::fs::read_to_string(again.path().join("x/compare.md")).unwrap();
+    assert!(
+        md.starts_with("## Comparison with baseline `x`: FAILED"),
+        "{md}"
+    );
+    assert!(md.contains("authentication failed: HTTP 401 ×4"), "{md}");
+    // `compare` says the same of the two directories.
+    let o = bin()
+        .arg("compare")
+        .arg(tmp.path().join("x"))
+        .arg(again.path().join("x"))
+        .args(["--out", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = bin()
+        .arg("compare")
+        .arg(tmp.path().join("x"))
+        .arg(again.path().join("x"))
+        .args(["--out", "/dev/null", "--max-infra", "100%"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // Tolerated on purpose: a count or a share of the run's outcomes.
+    for (tolerance, code) in [("4", 0), ("3", 3), ("100%", 0), ("75%", 3)] {
+        let t = tempfile::tempdir().unwrap();
+        let o = run_tiny(
+            t.path(),
+            "openai:m",
+            &["--openai-base-url", &revoked.url, "--max-infra", tolerance],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "--max-infra {tolerance}: {}",
+            stderr(&o)
+        );
+        if code == 0 {
+            assert!(stderr(&o).contains("tolerated: 4 of 4"), "{}", stderr(&o));
+        }
+    }
+    let t = tempfile::tempdir().unwrap();
+    let o = run_tiny(t.path(), "openai:m", &["--max-infra", "lots"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-infra"), "{}", stderr(&o));
+
+    // A server that refuses connections.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", l.local_addr().unwrap());
+        drop(l);
+        url
+    };
+    let t = tempfile::tempdir().unwrap();
+    let o = run_tiny(
+        t.path(),
+        "openai:m",
+        &["--openai-base-url", &closed, "--max-retries", "0"],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("connection failed ×4"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A request too large for the model is the strategy's failure, not the
+/// infrastructure's: a failed outcome counted in `context_overflow`, never an infra
+/// error, so the run is judged (exit 0) and the strategy's accuracy shows the loss.
+#[test]
+fn a_context_overflow_is_a_failed_outcome_not_an_infra_error() {
+    let server = serve(|s, _| {
+        let big = s.body["tools"].as_array().is_some_and(|t| t.len() > 4);
+        if big {
+            Reply::Json(
+                400,
+                vec![],
+                json!({"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}),
+            )
+        } else {
+            Reply::Json(200, vec![], tiny_openai(s))
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run_tiny(tmp.path(), "openai:m", &["--openai-base-url", &server.url]);
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert_eq!(os.len(), 4);
+    for o in &os {
+        assert!(o["infra_error"].is_null(), "{}", o["infra_error"]);
+        assert_eq!(
+            o["protocol"]["context_overflow"],
+            json!(1),
+            "{}",
+            o["query_id"]
+        );
+        assert_eq!(o["score"]["exact"], json!(false), "{}", o["query_id"]);
+    }
+    // Asked once each: an overflow is not retried.
+    assert_eq!(server.seen.lock().unwrap().len(), 4);
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("x/summary.json")).unwrap())
+            .unwrap();
+    let g = &summary["groups"][0];
+    assert_eq!(g["n"], json!(4));
+    assert_eq!(g["infra_errors"], json!(0));
+    assert_eq!(g["protocol_rates"]["context_overflow"]["k"], json!(4));
+    assert_eq!(g["exact"]["k"], json!(0));
 }
 
 static ATTEMPTS: Mutex<std::collections::BTreeMap<String, u32>> =
@@ -546,7 +714,9 @@ fn timeouts_cut_bodies_and_malformed_answers() {
             .arg(tmp.path())
             .output()
             .unwrap();
-        ok(&o);
+        // Every request failed: the run ends, and says it is no measurement.
+        assert_eq!(o.status.code(), Some(3), "{reply}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{reply}: {}", stderr(&o));
         let os = outcomes(tmp.path());
         for o in &os {
             let e = o["infra_error"].as_str().unwrap_or("");
@@ -808,20 +978,21 @@ fn resume_can_run_infra_errors_again() {
         "openai:m",
         &["--openai-base-url", &down.url, "--max-retries", "0"],
     );
-    ok(&o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(outcomes(tmp.path())
         .iter()
         .all(|o| !o["infra_error"].is_null()));
     let up = serve(|s, _| Reply::Json(200, vec![], tiny_openai(s)));
     let dir = tmp.path().join("x");
-    // A plain resume has nothing to do: every item has an outcome.
+    // A plain resume has nothing to do: every item has an outcome, and the run still
+    // holds its infra errors (exit 3).
     let o = bin()
         .args(["run", "--resume"])
         .arg(&dir)
         .args(["--openai-base-url", &up.url])
         .output()
         .unwrap();
-    ok(&o);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(up.seen.lock().unwrap().is_empty());
     let o = bin()
         .args(["run", "--resume"])

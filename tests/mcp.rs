@@ -4,7 +4,8 @@
 //! read back by discbench's own import under every mode, driven by the Python MCP
 //! SDK's client under `mcp-resource` (and recorded and scored), two sessions at once
 //! keeping separate authorizations, and malformed requests answered with JSON-RPC
-//! errors.
+//! errors. And the book's first guide (`docs/src/guide.md`), every command of it run
+//! as written against that server and a local OpenAI-compatible endpoint.
 //!
 //! The Python packages (`tests/mcp/requirements.txt`, every version pinned) go into
 //! a virtualenv under `CARGO_TARGET_TMPDIR/mcp-venv`, made once and kept while the
@@ -28,6 +29,8 @@ use serde_json::{json, Value};
 #[path = "support/http_serve.rs"]
 mod http_serve;
 use http_serve::HttpServer;
+#[path = "support/server.rs"]
+mod server;
 
 fn discbench() -> Command {
     Command::new(env!("CARGO_BIN_EXE_discbench"))
@@ -1279,4 +1282,108 @@ fn sessions_tied_to_no_query_are_recorded_unscored() {
             "the same session, the same cost"
         );
     }
+}
+
+/// The guide (`docs/src/guide.md`) works as written: each command of its ```sh guide
+/// blocks runs, in order, in a scratch directory, exit 0, with only what a reader
+/// would change put in: the server's command (`uvx mcp-server-time`: the pinned
+/// `mcp-server-time`), the endpoint (`http://localhost:8000/v1`: a local
+/// OpenAI-compatible server) and `discbench` itself (this build). Its YAML block is
+/// written where its first line says.
+#[test]
+fn the_guide_runs_as_written() {
+    let venv = need_venv!();
+    let page = std::fs::read_to_string(root().join("docs/src/guide.md")).unwrap();
+    let (mut commands, mut files) = (Vec::new(), Vec::new());
+    let mut block: Option<(String, Vec<String>)> = None;
+    for line in page.lines() {
+        match &mut block {
+            None if line.starts_with("```") => {
+                block = Some((line.trim_start_matches('`').to_string(), Vec::new()))
+            }
+            None => {}
+            Some((tag, lines)) if line.starts_with("```") => {
+                if tag == "sh guide" {
+                    commands.append(lines);
+                } else if tag == "yaml" {
+                    files.push(lines.join("\n") + "\n");
+                }
+                block = None;
+            }
+            Some((_, lines)) => lines.push(line.to_string()),
+        }
+    }
+    assert!(commands.len() >= 6, "{commands:?}");
+    let endpoint = server::serve(|_, _| {
+        server::Reply::Json(
+            200,
+            vec![],
+            json!({"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "It is 09:15 in London."},
+                 "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 8}}),
+        )
+    });
+    let work = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_discbench")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut yaml_written = false;
+    for command in &commands {
+        let command = command
+            .replace(
+                "uvx mcp-server-time",
+                &venv.join("bin/mcp-server-time").display().to_string(),
+            )
+            .replace("http://localhost:8000/v1", &format!("{}/v1", endpoint.url));
+        let o = Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(work.path())
+            .env("PATH", &path)
+            .env("DISCBENCH_OPENER", "true")
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{command}\n{}", text(&o));
+        // The scenario is written after the catalog is captured, as the page says.
+        if !yaml_written && command.contains("import mcp") {
+            for f in &files {
+                let first = f.lines().next().unwrap();
+                let rel = first.trim_start_matches('#').trim();
+                std::fs::write(work.path().join(rel), f).unwrap();
+            }
+            yaml_written = true;
+        }
+    }
+    assert!(yaml_written, "the guide captures a catalog");
+    let summary = |id: &str| -> Value {
+        serde_json::from_str(
+            &std::fs::read_to_string(work.path().join(format!("reports/{id}/summary.json")))
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    // The mock comparison: both modes, savings against all-tools, every query
+    // reachable.
+    let first = summary("first");
+    assert_eq!(first["savings_reference"], "all-tools");
+    for g in first["groups"].as_array().unwrap() {
+        if g["model"] == "oracle" {
+            assert_eq!(g["exact"]["rate"], 1.0, "{}", g["mode"]);
+        }
+    }
+    // The one-query run kept one query; the real run all three, with no infra error.
+    let one = summary("one-query");
+    assert_eq!(one["filter"], "--query london-now");
+    assert_eq!(one["outcomes"], 2);
+    let real = summary("real");
+    assert_eq!(real["outcomes"], 6);
+    for g in real["groups"].as_array().unwrap() {
+        assert_eq!(g["infra_errors"], 0);
+    }
+    assert!(work.path().join("reports/real/index.html").is_file());
 }

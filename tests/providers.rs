@@ -142,6 +142,7 @@ fn anthropic_requests_carry_breakpoints_and_the_measured_cache_equals_the_predic
     // block are breakpoints, with the TTL asked for; no more than four.
     let seen = server.seen.lock().unwrap().clone();
     assert!(!seen.is_empty());
+    support::sdk::check(&seen, "anthropic", "anthropic, progressive, cache on");
     for s in &seen {
         let b = &s.body;
         let mark = json!({"type": "ephemeral", "ttl": "5m"});
@@ -309,6 +310,7 @@ fn prompt_cache_off_sends_no_breakpoint() {
     ));
     let seen = server.seen.lock().unwrap().clone();
     assert!(!seen.is_empty());
+    support::sdk::check(&seen, "anthropic", "anthropic, legacy, cache off");
     for s in &seen {
         assert!(!s.body.to_string().contains("cache_control"), "{}", s.body);
         assert!(s.body["system"].is_string());
@@ -371,6 +373,7 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
         .unwrap();
     ok(&o);
     let seen = server.seen.lock().unwrap().clone();
+    support::sdk::check(&seen, "responses", "responses, legacy (namespaces)");
     let catalog = discbench::scenario::load(Path::new(scenario))
         .unwrap()
         .catalog;
@@ -492,6 +495,7 @@ fn allowed_tools_reach_the_responses_api_and_the_tool_list_never_changes() {
         .output()
         .unwrap());
     let seen = server.seen.lock().unwrap().clone();
+    support::sdk::check(&seen, "responses", "responses, allowed-tools");
     let mut lists: std::collections::HashMap<String, Value> = Default::default();
     let mut limited = 0;
     for s in &seen {
@@ -717,6 +721,16 @@ fn native_tool_search_runs_the_built_in_suite_end_to_end() {
         }
         let o = cmd.output().unwrap();
         ok(&o);
+        let api = if provider_name == "anthropic" {
+            "anthropic"
+        } else {
+            "responses"
+        };
+        support::sdk::check(
+            &server.seen.lock().unwrap(),
+            api,
+            &format!("{provider_name}, {mode}"),
+        );
         let os = outcomes(&tmp.path().join("x"));
         assert_eq!(os.len(), 205, "{mode} {provider_name}");
         let mut searched = 0;
@@ -866,4 +880,195 @@ fn record_and_replay_cover_the_new_backend_and_native_blocks() {
         };
         assert_eq!(summary("rec"), summary("rep"), "{provider_name} {mode}");
     }
+}
+
+/// The names a provider accepts (`^[a-zA-Z0-9_-]{1,64}$`, OpenAI's and Anthropic's).
+fn accepted(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// A Chat Completions API that answers as the oracle would. It takes only the names
+/// OpenAI accepts (any other is refused with a 400, as the API refuses it) and reads
+/// the names it is sent back into the names discbench renders, by the rule written in
+/// the docs (OpenAI's: a refused name is cut and suffixed with a hash of the whole
+/// name), applied to every name the scenarios' catalogs render.
+fn chat(world: Arc<World>, scenarios: &[&str]) -> support::server::Server {
+    let mut rendered: Vec<discbench::wire::ToolDef> = Vec::new();
+    for sc in scenarios {
+        let catalog = discbench::scenario::load(Path::new(sc)).unwrap().catalog;
+        for (name, _) in catalog.exposed_tool_names() {
+            rendered.push(discbench::wire::ToolDef {
+                name,
+                description: String::new(),
+                parameters: json!({}),
+            });
+        }
+    }
+    let map = discbench::names::NameMap::of(
+        &discbench::wire::Context {
+            tools: rendered.into(),
+            ..Default::default()
+        },
+        &discbench::names::OPENAI,
+    )
+    .unwrap_or_default();
+    serve(move |s: &Seen, _| {
+        assert_eq!(s.path, "/v1/chat/completions");
+        let b = &s.body;
+        for (i, t) in b["tools"].as_array().into_iter().flatten().enumerate() {
+            let name = t["function"]["name"].as_str().unwrap_or("");
+            if !accepted(name) {
+                return Reply::Json(
+                    400,
+                    vec![],
+                    json!({"error": {"message": format!("Invalid 'tools[{i}].function.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]{{1,64}}$'."), "type": "invalid_request_error", "code": "invalid_value"}}),
+                );
+            }
+            assert_eq!(t["function"]["strict"], json!(false), "strict is explicit");
+        }
+        let (mut cx, purpose) = provider::chat_context(b);
+        let back = |n: &str| map.canonical(n).to_string();
+        cx.tools = cx
+            .tools
+            .iter()
+            .map(|t| discbench::wire::ToolDef {
+                name: back(&t.name),
+                ..t.clone()
+            })
+            .collect();
+        cx.tool_choice = cx.tool_choice.as_deref().map(back);
+        for m in &mut cx.messages {
+            if let discbench::wire::Message::Assistant { tool_calls, .. } = m {
+                for c in tool_calls {
+                    c.name = back(&c.name);
+                }
+            }
+        }
+        let r = world.answer(&cx, purpose);
+        let calls: Vec<Value> = r
+            .calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                       "function": {"name": map.wire(&c.name), "arguments": c.arguments}})
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": r.text});
+        if !calls.is_empty() {
+            message["tool_calls"] = Value::Array(calls);
+        }
+        Reply::Json(
+            200,
+            vec![],
+            json!({"id": "chatcmpl-local", "object": "chat.completion", "choices": [
+                {"index": 0, "message": message,
+                 "finish_reason": if r.calls.is_empty() { "stop" } else { "tool_calls" }}],
+                "usage": {"prompt_tokens": 10, "completion_tokens": 2}}),
+        )
+    })
+}
+
+/// Runs `scenario` under `mode` with `openai:gpt-test` against `url`.
+fn run_chat(dir: &Path, scenario: &str, mode: &str, url: &str) -> std::process::Output {
+    bin()
+        .args(["run", scenario, "--mode", mode])
+        .args(["--model", "openai:gpt-test"])
+        .args(["--openai-base-url", &format!("{url}/v1")])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(dir)
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap()
+}
+
+/// Chat Completions bodies (the selection step's forced call and JSON mode included)
+/// validate against the SDK's request type, and every query is exact.
+#[test]
+fn chat_completions_bodies_validate_and_answer_exact() {
+    let scenario = "scenarios/mcp-reference.yaml";
+    for mode in ["legacy", "progressive"] {
+        let world = Arc::new(World::new(&[scenario], mode));
+        let server = chat(world, &[scenario]);
+        let tmp = tempfile::tempdir().unwrap();
+        ok(&run_chat(tmp.path(), scenario, mode, &server.url));
+        support::sdk::check(
+            &server.seen.lock().unwrap(),
+            "chat",
+            &format!("chat, {mode}"),
+        );
+        for o in outcomes(&tmp.path().join("x")) {
+            assert_eq!(
+                o["score"]["exact"],
+                json!(true),
+                "{mode}: {}",
+                o["query_id"]
+            );
+        }
+    }
+}
+
+/// Names past a provider's limit or outside its characters are sent as names it
+/// accepts, read back as the catalog's, and counted as sent: the run is exact, and
+/// its first-turn tokens are those of the wire names (mock models, which see FIM
+/// One's names, count those instead).
+#[test]
+fn names_a_provider_refuses_are_mapped_both_ways_and_counted_as_sent() {
+    let scenario = "fixtures/names/long-names.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    let server = chat(world, &[scenario]);
+    let tmp = tempfile::tempdir().unwrap();
+    ok(&run_chat(tmp.path(), scenario, "legacy", &server.url));
+    let seen = server.seen.lock().unwrap().clone();
+    let sent: std::collections::BTreeSet<String> = seen
+        .iter()
+        .flat_map(|s| s.body["tools"].as_array().cloned().unwrap_or_default())
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(sent.iter().all(|n| accepted(n)), "{sent:?}");
+    assert!(sent.contains("math_factorial_09f528f2"), "{sent:?}");
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), 3);
+    for o in &os {
+        assert!(o["infra_error"].is_null(), "{}", o["infra_error"]);
+        assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
+        // Scored on the catalog's addresses, whatever the wire said.
+        assert!(o["calls"][0]["address"].as_str().unwrap().starts_with(
+            if o["query_id"] == "factorial" {
+                "builtin:math.factorial"
+            } else {
+                "mcp:modelcontextprotocol"
+            }
+        ));
+    }
+    // The first request's tools, recounted from what the server received.
+    let counter = discbench::tokens::Counter::new(discbench::tokens::Encoding::O200kBase);
+    let first = &seen[0].body;
+    let defs: usize = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let f = &t["function"];
+            counter.tool(&discbench::wire::ToolDef {
+                name: f["name"].as_str().unwrap().to_string(),
+                description: f["description"].as_str().unwrap().to_string(),
+                parameters: f["parameters"].clone(),
+            })
+        })
+        .sum();
+    let o = &os[0];
+    assert_eq!(o["tokens"]["tool_defs"].as_u64().unwrap() as usize, defs);
+    // The oracle, which sees FIM One's names, counts those: another figure.
+    let mock = tempfile::tempdir().unwrap();
+    ok(&bin()
+        .args(["run", scenario, "--mode", "legacy", "--model", "oracle"])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(mock.path())
+        .output()
+        .unwrap());
+    let m = &outcomes(&mock.path().join("x"))[0];
+    assert_ne!(m["tokens"]["tool_defs"], o["tokens"]["tool_defs"]);
 }

@@ -577,3 +577,326 @@ fn holds_every_figure_of(old: &serde_json::Value, new: &serde_json::Value, at: &
         _ => assert_eq!(old, new, "{at}"),
     }
 }
+
+/// A small scenario of its own (no file it includes), written into `dir`.
+fn inline_scenario(dir: &Path, name: &str, agent: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.yaml"));
+    std::fs::write(
+        &path,
+        format!(
+            r#"name: {name}
+catalog:
+  connectors:
+    - name: erp
+      description: Orders.
+      actions:
+        - {{name: get_order, description: Fetch one order by id., method: GET, path: "/orders/{{id}}", parameters: {{type: object, properties: {{id: {{type: string}}}}, required: [id]}}}}
+  mcp_servers:
+    - name: github
+      description: GitHub.
+      tools:
+        - {{name: create_issue, description: Open an issue., inputSchema: {{type: object, properties: {{title: {{type: string}}}}, required: [title]}}}}
+        - {{name: list_issues, description: List the open issues., inputSchema: {{type: object, properties: {{}}}}}}
+{agent}queries:
+  - id: order
+    text: Fetch order 7.
+    tags: [erp]
+    expect: {{calls: [{{address: "connector:erp/get_order", args: {{id: ["7"]}}}}]}}
+  - id: issue
+    text: Open an issue titled Crash.
+    tags: [github]
+    expect: {{calls: [{{address: "mcp:github/create_issue", args: {{title: [Crash]}}}}]}}
+  - id: thanks
+    text: Thanks!
+    expect: {{calls: []}}
+"#
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn summary(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&read(&dir.join("summary.json"))).unwrap()
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scenario's `agent.modes` wins over `--mode` (FIM One's precedence): the run says
+/// so, and every report names the mode as it ran, never the asked name alone.
+#[test]
+fn a_mode_a_scenario_changes_is_reported_as_it_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = inline_scenario(
+        tmp.path(),
+        "pinned",
+        "agent:\n  modes: {mcp: progressive}\n",
+    );
+    let o = bin()
+        .arg("run")
+        .arg(&sc)
+        .args([
+            "--mode",
+            "all-tools",
+            "--mode",
+            "progressive",
+            "--model",
+            "oracle",
+        ])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    let label = "all-tools [mcp=progressive]";
+    assert!(
+        stderr(&o).contains(&format!("runs mode `all-tools` as `{label}`")),
+        "{}",
+        stderr(&o)
+    );
+    // Progressive already has mcp=progressive: nothing to say, named as asked.
+    assert!(
+        !stderr(&o).contains("runs mode `progressive`"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = tmp.path().join("x");
+    let modes: Vec<String> = summary(&dir)["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["mode"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(modes, [label, "progressive"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains(label));
+    for file in ["summary.md", "summary.csv", "junit.xml", "index.html"] {
+        let text = read(&dir.join(file));
+        assert!(
+            text.contains(label) || text.contains("all-tools [mcp=progressive]"),
+            "{file} does not name the mode as it ran"
+        );
+    }
+    // The record keeps both: the mode asked (its key) and the mode as run.
+    let line: serde_json::Value =
+        serde_json::from_str(read(&dir.join("outcomes.jsonl")).lines().next().unwrap()).unwrap();
+    assert!(line["mode"] == "all-tools" || line["mode"] == "progressive");
+}
+
+/// Savings against `legacy` by default, against a mode the run names, and against
+/// `all-tools` too whenever the run holds it — each the change of medians a reader
+/// can recompute from the groups.
+#[test]
+fn savings_are_read_against_a_chosen_reference_and_against_every_tool() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = inline_scenario(tmp.path(), "savings", "");
+    let o = bin()
+        .arg("run")
+        .arg(&sc)
+        .args([
+            "--mode",
+            "progressive;legacy;all-tools",
+            "--model",
+            "oracle",
+        ])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    ok(&o);
+    let dir = tmp.path().join("x");
+    let s = summary(&dir);
+    assert!(s.get("savings_reference").is_none());
+    let group = |s: &serde_json::Value, m: &str| {
+        s["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["mode"] == m)
+            .unwrap()
+            .clone()
+    };
+    let median = |g: &serde_json::Value| g["tokens"]["first_turn"]["median"].as_f64().unwrap();
+    let p = group(&s, "progressive");
+    let (legacy, all) = (
+        median(&group(&s, "legacy")),
+        median(&group(&s, "all-tools")),
+    );
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    assert!(close(
+        p["savings_first_turn"].as_f64().unwrap(),
+        1.0 - median(&p) / legacy
+    ));
+    assert!(close(
+        p["savings_all_tools"]["first_turn"].as_f64().unwrap(),
+        1.0 - median(&p) / all
+    ));
+    // Against itself, as legacy's own row against legacy: no change.
+    assert_eq!(
+        group(&s, "all-tools")["savings_all_tools"]["first_turn"],
+        0.0
+    );
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("vs legacy") && table.contains("vs all-tools"),
+        "{table}"
+    );
+    let csv = read(&dir.join("summary.csv"));
+    assert!(csv
+        .lines()
+        .next()
+        .unwrap()
+        .contains("savings_all_tools_first_turn"));
+
+    // Re-rendered against all-tools.
+    let o = bin()
+        .arg("report")
+        .arg(&dir)
+        .args(["--savings-against", "all-tools"])
+        .output()
+        .unwrap();
+    ok(&o);
+    let s = summary(&dir);
+    assert_eq!(s["savings_reference"], "all-tools");
+    let p = group(&s, "progressive");
+    assert!(close(
+        p["savings_first_turn"].as_f64().unwrap(),
+        1.0 - median(&p) / all
+    ));
+    assert!(
+        p.get("savings_all_tools").is_none(),
+        "the reference already"
+    );
+    assert!(read(&dir.join("summary.md")).contains("vs all-tools (first turn)"));
+
+    // A run names its reference, which must be one of its modes.
+    let o = bin()
+        .arg("run")
+        .arg(&sc)
+        .args(["--mode", "progressive", "--savings-against", "all-tools"])
+        .args(["--run-id", "y", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--savings-against all-tools"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--query` and `--tag` keep some queries, to try them first; the run records it, a
+/// resume keeps it, and a baseline judges only what the run kept.
+#[test]
+fn a_query_filter_runs_what_it_names_and_is_judged_on_it_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sc = inline_scenario(tmp.path(), "filtered", "");
+    let full = run(
+        &tmp.path().join("full"),
+        &[sc.to_str().unwrap()],
+        &["--no-progress"],
+    );
+    let dir = run(
+        &tmp.path().join("part"),
+        &[sc.to_str().unwrap()],
+        &[
+            "--query",
+            "order",
+            "--tag",
+            "github",
+            "--mode",
+            "progressive",
+            "--no-progress",
+        ],
+    );
+    let ids: std::collections::BTreeSet<String> = read(&dir.join("outcomes.jsonl"))
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["query_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), ["issue", "order"]);
+    let manifest: serde_json::Value = serde_json::from_str(&read(&dir.join("run.json"))).unwrap();
+    assert_eq!(
+        manifest["settings"]["filter"],
+        serde_json::json!({"queries": ["order"], "tags": ["github"]})
+    );
+    assert_eq!(summary(&dir)["filter"], "--query order --tag github");
+    // A resume keeps the filter (nothing to run).
+    let o = bin().arg("run").arg("--resume").arg(&dir).output().unwrap();
+    ok(&o);
+    // Against the full run: only the kept queries are judged, none is missing.
+    let o = bin()
+        .arg("compare")
+        .arg(full.join("summary.json"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    ok(&o);
+    let md = read(&dir.join("compare.md"));
+    assert!(md.contains("kept only some queries"), "{md}");
+    assert!(!md.contains("missing"), "{md}");
+    // A name that matches nothing is bad input.
+    let o = bin()
+        .arg("run")
+        .arg(&sc)
+        .args(["--query", "nope", "--run-id", "z", "--out"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--query nope matches no query"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `validate` and `run` agree on a directory: a catalog file next to the scenarios
+/// (where `import mcp` writes by default) is skipped by both, with a note; named on
+/// its own, `run` refuses it and says where it belongs.
+#[test]
+fn validate_and_run_agree_on_what_a_directory_holds() {
+    let tmp = tempfile::tempdir().unwrap();
+    inline_scenario(tmp.path(), "one", "");
+    let dump = tmp.path().join("git.tools.json");
+    std::fs::copy("fixtures/catalogs/mcp-server-git.tools.json", &dump).unwrap();
+    let o = bin().arg("validate").arg(tmp.path()).output().unwrap();
+    ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("MCP tools/list dump; `run` skips it"), "{out}");
+    let o = bin()
+        .arg("run")
+        .arg(tmp.path())
+        .args([
+            "--mode",
+            "progressive",
+            "--run-id",
+            "x",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(tmp.path().join("reports"))
+        .output()
+        .unwrap();
+    ok(&o);
+    assert!(stderr(&o).contains("skipped"), "{}", stderr(&o));
+    let o = bin()
+        .arg("run")
+        .arg(&dump)
+        .args(["--run-id", "y", "--out"])
+        .arg(tmp.path().join("reports"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a scenario: a scenario includes it"),
+        "{}",
+        stderr(&o)
+    );
+}

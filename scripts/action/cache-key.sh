@@ -7,7 +7,8 @@
 #
 # Environment: DISCBENCH_SOURCE (the discbench checkout; default: this script's
 # repository), RUNNER_OS, RUNNER_ARCH, RUNNER_TOOL_CACHE / RUNNER_TEMP (GitHub sets
-# them; elsewhere `uname` and $TMPDIR stand in).
+# them; elsewhere `uname` and $TMPDIR stand in). With `--digest`, prints the source's
+# digest alone (what install.sh checks a cached binary against).
 set -euo pipefail
 
 source_dir=${DISCBENCH_SOURCE:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -29,6 +30,10 @@ digest=$(
     find . \( -path ./.git -o -path ./target -o -path ./reports \) -prune -o -type f -print0 |
     LC_ALL=C sort -z | xargs -0 "${sha[@]}" | "${sha[@]}" | cut -c1-20
 )
+if [ "${1:-}" = --digest ]; then
+  echo "$digest"
+  exit 0
+fi
 os=${RUNNER_OS:-$(uname -s)}
 arch=${RUNNER_ARCH:-$(uname -m)}
 key="discbench-$os-$arch-$digest"

@@ -21,8 +21,9 @@
 #   DISCBENCH_RUN_ID      the run directory's name [default: gate; gate-2, gate-3, …
 #                         when OUT already holds it]
 #   DISCBENCH_FAIL_ON_REGRESSION  true or false [default: true]
-# Outputs: verdict (ok, regressed, no-baseline or failed), exit-code, run-dir,
-# summary (RUN_DIR/summary.json), markdown (RUN_DIR/gate.md).
+# Outputs: verdict (ok, regressed, no-baseline or failed), exit-code, run-dir (absolute,
+# or empty when no run directory was made), summary (RUN_DIR/summary.json), markdown
+# (RUN_DIR/gate.md).
 set -euo pipefail
 
 # The non-blank lines of $1, trimmed.
@@ -89,13 +90,17 @@ esac
 
 # The Markdown: the verdict against the baseline first, then the run's summary.
 markdown=""
+# The run directory as an output: absolute, and empty when this step made none (bad
+# input refused before anything was written, or OUT held a run of that name already).
+run_dir=""
 if [ "$fresh" = true ] && [ -d "$dir" ]; then
   dir=$(cd "$dir" && pwd)
+  run_dir=$dir
   markdown="$dir/gate.md"
   {
     if [ "$verdict" = failed ]; then
       printf '## discbench: failed (exit %s)\n\n' "$rc"
-      echo "The run did not finish: see the step's log (exit 2: bad input or usage, 3: infrastructure)."
+      echo "The run is not a measurement: see the step's log (exit 2: bad input or usage; 3: infrastructure, such as requests that failed after every retry)."
       echo
     fi
     if [ -f "$dir/compare.md" ]; then
@@ -131,13 +136,13 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
   {
     echo "verdict=$verdict"
     echo "exit-code=$rc"
-    echo "run-dir=$dir"
+    echo "run-dir=$run_dir"
     echo "summary=$summary"
     echo "markdown=$markdown"
   } >>"$GITHUB_OUTPUT"
 fi
 
-echo "discbench gate: $verdict (exit $rc); run directory $dir"
+echo "discbench gate: $verdict (exit $rc); run directory ${run_dir:-(none made)}"
 if [ "$verdict" = regressed ]; then
   if [ "$fail_on_regression" = true ]; then level=error; else level=warning; fi
   if [ "${GITHUB_ACTIONS:-}" = true ]; then

@@ -21,8 +21,8 @@ use serde::Deserialize;
 
 use super::stats::{mcnemar_exact, pass_k, stable, PassK, Rate};
 use super::summary::{
-    protocol_rates, CacheStat, Cost, Group, Pair, ProviderUsage, QueryRow, Stat, Summary,
-    SurfacingStat, LAYERS,
+    protocol_rates, CacheStat, Cost, Group, Pair, ProviderUsage, QueryRow, Savings, Stat, Summary,
+    SurfacingStat, ALL_TOOLS, DEFAULT_SAVINGS_REFERENCE, LAYERS,
 };
 use crate::record;
 use crate::scenario::sweep::order_key;
@@ -116,6 +116,7 @@ struct LineProtocol {
     text_calls: u32,
     refusals: u32,
     truncated: u32,
+    context_overflow: u32,
 }
 
 impl<'de> Deserialize<'de> for LineProtocol {
@@ -153,6 +154,7 @@ impl<'de> Deserialize<'de> for LineProtocol {
                         "text_calls" => &mut p.text_calls,
                         "refusals" => &mut p.refusals,
                         "truncated" => &mut p.truncated,
+                        "context_overflow" => &mut p.context_overflow,
                         other => match DEFINED.iter().position(|k| k.name == other) {
                             Some(i) => &mut p.defined[i],
                             None => {
@@ -180,16 +182,22 @@ struct Batch {
     ob: BTreeMap<&'static str, Vec<Option<bool>>>,
     of: BTreeMap<&'static str, Vec<Option<f64>>>,
     len: usize,
+    /// The mode each line ran under, by (asked, spec).
+    labels: crate::record::ModeLabels,
 }
 
 impl Batch {
     fn push(&mut self, l: Line) {
         let s = &mut self.s;
+        // Groups are named by the mode as it ran (a scenario's `agent.modes` may
+        // have changed the one asked); the mode as asked stays in `mode_asked`.
+        let label = self.labels.label(&l.mode, &l.mode_spec).to_string();
         for (k, v) in [
             ("run_id", l.run_id),
             ("scenario", l.scenario),
             ("query_id", l.query_id),
-            ("mode", l.mode),
+            ("mode", label),
+            ("mode_asked", l.mode),
             ("mode_spec", l.mode_spec),
             ("model", l.model),
             ("tokenizer", l.tokenizer),
@@ -213,7 +221,8 @@ impl Batch {
             + p.empty_answers
             + p.text_calls
             + p.refusals
-            + p.truncated;
+            + p.truncated
+            + p.context_overflow;
         for (k, v) in [
             ("repeat", l.repeat),
             ("catalog_size", l.catalog_size),
@@ -233,6 +242,7 @@ impl Batch {
             ("text_calls", p.text_calls),
             ("refusals", p.refusals),
             ("truncated", p.truncated),
+            ("context_overflow", p.context_overflow),
             ("protocol_errors", errors),
         ] {
             self.u.entry(k).or_default().push(v as u64);
@@ -586,8 +596,14 @@ fn quantile_linear(hist: &[(f64, u64)], q: f64) -> f64 {
     }
 }
 
-/// Computes the summary from a flattened outcomes file.
+/// Computes the summary from a flattened outcomes file, savings against `legacy`.
 pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
+    summarize_against(parquet, DEFAULT_SAVINGS_REFERENCE)
+}
+
+/// Computes the summary from a flattened outcomes file, savings against the mode
+/// `reference` (and against `all-tools` too, when the run holds it).
+pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summary> {
     let base = scan(parquet)?;
     let meta = collect(base.clone().select([
         col("run_id").first(),
@@ -782,6 +798,7 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
             tokens,
             savings_first_turn: None,
             savings_billed: None,
+            savings_all_tools: None,
             pass: pass_k(&qs),
             surfacing: match get("surfacing_n")? as u64 {
                 0 => None,
@@ -837,20 +854,31 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         ))
     });
     let snapshot = groups.clone();
+    // Savings of medians against another mode of the same scenario and model.
+    let against = |g: &Group, reference: &str| {
+        let l = snapshot.iter().find(|l| {
+            l.scenario == g.scenario && l.model == g.model && l.mode == reference && l.n > 0
+        })?;
+        let save = |layer: &str| {
+            let base = l.tokens[layer].median;
+            (base > 0.0).then(|| 1.0 - g.tokens[layer].median / base)
+        };
+        Some(Savings {
+            first_turn: save("first_turn"),
+            billed: save("billed_input"),
+        })
+    };
     for g in &mut groups {
         // A group without a scored outcome has no token medians to compare.
         if g.n == 0 {
             continue;
         }
-        if let Some(l) = snapshot.iter().find(|l| {
-            l.scenario == g.scenario && l.model == g.model && l.mode == "legacy" && l.n > 0
-        }) {
-            let save = |layer: &str| {
-                let base = l.tokens[layer].median;
-                (base > 0.0).then(|| 1.0 - g.tokens[layer].median / base)
-            };
-            g.savings_first_turn = save("first_turn");
-            g.savings_billed = save("billed_input");
+        if let Some(s) = against(g, reference) {
+            g.savings_first_turn = s.first_turn;
+            g.savings_billed = s.billed;
+        }
+        if reference != ALL_TOOLS {
+            g.savings_all_tools = against(g, ALL_TOOLS);
         }
     }
 
@@ -872,6 +900,8 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
         pairs,
         queries,
         planned: None,
+        savings_reference: (reference != DEFAULT_SAVINGS_REFERENCE).then(|| reference.to_string()),
+        filter: None,
     })
 }
 
@@ -974,6 +1004,7 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
             .collect(),
         savings_first_turn: None,
         savings_billed: None,
+        savings_all_tools: None,
         surfacing: None,
         pass: PassK {
             k: 0,
@@ -1217,6 +1248,14 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
     cols.push(Column::new(
         "savings_billed".into(),
         o(&|g| g.savings_billed),
+    ));
+    cols.push(Column::new(
+        "savings_all_tools_first_turn".into(),
+        o(&|g| g.savings_all_tools.and_then(|s| s.first_turn)),
+    ));
+    cols.push(Column::new(
+        "savings_all_tools_billed".into(),
+        o(&|g| g.savings_all_tools.and_then(|s| s.billed)),
     ));
     cols.push(Column::new(
         "pass_k".into(),

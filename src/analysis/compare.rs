@@ -221,11 +221,21 @@ pub struct Comparison {
     #[serde(default)]
     pub notes: Vec<String>,
     pub regressions: usize,
+    /// The current run's infra errors, when it has any: past the tolerance, the
+    /// verdict is `failed` whatever the metrics say (see [`super::infra`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub infra: Option<super::infra::InfraVerdict>,
 }
 
 impl Comparison {
     pub fn regressed(&self) -> bool {
         self.regressions > 0
+    }
+
+    /// Whether the current run holds more infra errors than tolerated: it is not a
+    /// measurement, so nothing it says passes the gate.
+    pub fn failed(&self) -> bool {
+        self.infra.as_ref().is_some_and(|i| i.failed())
     }
 }
 
@@ -306,24 +316,47 @@ pub fn compare(
     let mut metrics = Vec::new();
     let mut missing = Vec::new();
     let mut notes = Vec::new();
+    // A run that kept some queries (`--query`, `--tag`) is judged on those alone, query
+    // by query: its groups' rates and medians are over other queries than the
+    // baseline's, and what it left out is not missing.
+    let filtered = current.filter.as_deref();
+    if let Some(f) = filtered {
+        notes.push(format!(
+            "the current run kept only some queries ({f}): only those are judged, each by exact match (a query that got worse is a regression); group metrics are not judged"
+        ));
+    }
     for b in &baseline.groups {
         let Some(c) = find_group(current, b) else {
-            missing.push(format!("{} / {} / {}", b.scenario, b.mode, b.model));
+            if filtered.is_none() {
+                missing.push(format!("{} / {} / {}", b.scenario, b.mode, b.model));
+            }
             continue;
         };
         if let Some(note) = infra_note(b, c) {
             notes.push(note);
             continue;
         }
-        metrics.extend(METRICS.iter().filter_map(|m| judge(m, b, c, thresholds)));
+        if filtered.is_none() {
+            metrics.extend(METRICS.iter().filter_map(|m| judge(m, b, c, thresholds)));
+        }
     }
-    let (queries, missing_queries, new_queries) = compare_queries(baseline, current, &mut notes);
+    let (queries, missing_queries, new_queries) =
+        compare_queries(baseline, current, filtered.is_some(), &mut notes);
+    let worse_queries = if filtered.is_some() {
+        queries
+            .iter()
+            .filter(|q| q.current_exact < q.baseline_exact)
+            .count()
+    } else {
+        0
+    };
     let regressions = metrics
         .iter()
         .filter(|m| m.verdict == Verdict::Regressed)
         .count()
         + missing.len()
-        + missing_queries.len();
+        + missing_queries.len()
+        + worse_queries;
     Comparison {
         baseline_run: baseline.run_id.clone(),
         current_run: current.run_id.clone(),
@@ -334,6 +367,7 @@ pub fn compare(
         new_queries,
         notes,
         regressions,
+        infra: None,
     }
 }
 
@@ -413,6 +447,7 @@ fn judge(
 fn compare_queries(
     baseline: &Summary,
     current: &Summary,
+    filtered: bool,
     notes: &mut Vec<String>,
 ) -> (Vec<QueryChange>, Vec<QueryRef>, Vec<QueryRef>) {
     let key = |q: &QueryRow| {
@@ -444,7 +479,7 @@ fn compare_queries(
             continue;
         }
         let Some(c) = cur.get(k) else {
-            if b.n > 0 {
+            if b.n > 0 && !filtered {
                 missing.push(QueryRef::of(b));
             }
             continue;
@@ -498,7 +533,9 @@ fn fmt_delta(unit: Unit, d: f64) -> String {
 /// The verdict as Markdown: regressions and improvements first, then changed queries.
 pub fn markdown(c: &Comparison) -> String {
     let mut out = String::new();
-    let head = if c.regressed() {
+    let head = if c.failed() {
+        "FAILED"
+    } else if c.regressed() {
         "REGRESSED"
     } else {
         "no regression"
@@ -508,6 +545,14 @@ pub fn markdown(c: &Comparison) -> String {
         "## Comparison with baseline `{}`: {head}\n",
         c.baseline_run
     );
+    if let Some(i) = &c.infra {
+        let lead = if i.failed() {
+            "The current run is not a measurement (exit 3):"
+        } else {
+            "Tolerated:"
+        };
+        let _ = writeln!(out, "{lead} {}\n", i.message().replace("\n  ", "\n- "));
+    }
     let within = c
         .metrics
         .iter()

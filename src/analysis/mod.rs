@@ -4,6 +4,7 @@
 
 pub mod aggregate;
 pub mod compare;
+pub mod infra;
 pub mod run_dir;
 pub mod stats;
 pub mod summary;

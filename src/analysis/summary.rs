@@ -20,7 +20,7 @@ pub fn protocol_rates() -> Vec<&'static str> {
         "not_surfaced",
         "not_allowed",
     ];
-    const AFTER: [&str; 8] = [
+    const AFTER: [&str; 9] = [
         "unloaded_calls",
         "repeat_call",
         "overfetch",
@@ -29,6 +29,7 @@ pub fn protocol_rates() -> Vec<&'static str> {
         "text_calls",
         "refusals",
         "truncated",
+        "context_overflow",
     ];
     BEFORE
         .into_iter()
@@ -85,10 +86,17 @@ pub struct Group {
     pub recall: f64,
     pub f1: f64,
     pub tokens: BTreeMap<String, Stat>,
-    /// `1 - median(first_turn) / median(first_turn of legacy)`, same scenario and model.
+    /// `1 - median(first_turn) / median(first_turn of the reference)`, same scenario
+    /// and model; the reference is `legacy` (FIM One's framing) unless the run names
+    /// another ([`Summary::savings_reference`]).
     pub savings_first_turn: Option<f64>,
     /// The same for billed input tokens.
     pub savings_billed: Option<f64>,
+    /// The same two against `all-tools` (every definition in every request, no
+    /// selection step), when the run holds it and it is not the reference: what a
+    /// strategy saves against loading everything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_all_tools: Option<Savings>,
     pub pass: PassK,
     /// Recall@k and MRR of the expected addresses among what was surfaced to the
     /// model, over the outcomes that expect a call.
@@ -125,6 +133,19 @@ pub struct SurfacingStat {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranked_n: Option<u64>,
 }
+
+/// What a group saves against another mode of its scenario and model, of medians.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Savings {
+    pub first_turn: Option<f64>,
+    pub billed: Option<f64>,
+}
+
+/// The mode savings are measured against unless a run names another.
+pub const DEFAULT_SAVINGS_REFERENCE: &str = "legacy";
+
+/// The mode that `savings_all_tools` is measured against.
+pub const ALL_TOOLS: &str = "all-tools";
 
 /// Provider usage of a group, summed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -220,9 +241,23 @@ pub struct Summary {
     /// when more than `outcomes`, the run is incomplete.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planned: Option<u64>,
+    /// The mode savings are measured against, when it is not `legacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_reference: Option<String>,
+    /// The queries the run kept (`--query` / `--tag`), when it did not keep all: a
+    /// comparison then judges only those queries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
 }
 
 impl Summary {
+    /// The mode `savings_first_turn` and `savings_billed` are measured against.
+    pub fn savings_reference(&self) -> &str {
+        self.savings_reference
+            .as_deref()
+            .unwrap_or(DEFAULT_SAVINGS_REFERENCE)
+    }
+
     /// `(done, planned)` when the run holds fewer outcomes than it planned.
     pub fn incomplete(&self) -> Option<(u64, u64)> {
         self.planned

@@ -149,6 +149,12 @@ pub struct MergeArgs {
     /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
+    /// Infra errors (requests that failed after every retry, an environment that
+    /// broke) the run may hold and still be judged: a count, or a percentage of its
+    /// outcomes (`5%`). Past it the exit code is 3 and the verdict `failed`
+    /// [default: 0]
+    #[arg(long, value_name = "N|P%")]
+    pub max_infra: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -161,6 +167,15 @@ pub struct ReportArgs {
     /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
+    /// Measure savings (first-turn and billed input, of medians) against this mode
+    /// instead of `legacy` (FIM One's framing); `all-tools` is always a second
+    /// reference when the run holds it.
+    #[arg(long, value_name = "MODE")]
+    pub savings_against: Option<String>,
+    /// With --baseline: infra errors the run may hold and still be judged (a count,
+    /// or a percentage of its outcomes); past it the exit code is 3 [default: 0]
+    #[arg(long, value_name = "N|P%", requires = "baseline")]
+    pub max_infra: Option<String>,
     /// Open index.html afterwards: with $DISCBENCH_OPENER, else $BROWSER, else the
     /// platform's opener (xdg-open, open, start); where none exists, say so and go on.
     #[arg(long)]
@@ -179,6 +194,11 @@ pub struct CompareArgs {
     /// Where to write the verdict as Markdown [default: CURRENT/compare.md when CURRENT is a directory]
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Infra errors CURRENT may hold and still be judged: a count, or a percentage of
+    /// its outcomes (`5%`). Past it the verdict is `failed` and the exit code 3
+    /// [default: 0]
+    #[arg(long, value_name = "N|P%")]
+    pub max_infra: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -239,6 +259,14 @@ pub struct Common {
     pub cache_discount: Option<usize>,
     #[command(flatten)]
     pub sql: SqlArgs,
+    /// Keep only this query (repeatable): its `ID`, or `SCENARIO/ID`; with --tag, a
+    /// query named or tagged is kept. To try one query on a paid model first; a
+    /// filtered run judged against a baseline judges only the queries it kept.
+    #[arg(long = "query", value_name = "ID")]
+    pub queries: Vec<String>,
+    /// Keep only the queries with this tag (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     /// The protocol settings a resumed run recorded: used whole, so that neither the
     /// flags nor the environment of the resuming shell can change them.
     #[arg(skip)]
@@ -250,6 +278,14 @@ pub struct Common {
 }
 
 impl Common {
+    /// `--query` and `--tag`.
+    pub fn filter(&self) -> crate::scenario::QueryFilter {
+        crate::scenario::QueryFilter {
+            queries: self.queries.clone(),
+            tags: self.tags.clone(),
+        }
+    }
+
     /// The protocol flags as given.
     pub fn protocol_flags(&self) -> crate::strategy::config::ProtocolFlags {
         crate::strategy::config::ProtocolFlags {
@@ -367,6 +403,17 @@ pub struct RunArgs {
     /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
+    /// Measure savings (first-turn and billed input, of medians) against this mode
+    /// instead of `legacy` (FIM One's framing); `all-tools` is always a second
+    /// reference when the run holds it; recorded in run.json.
+    #[arg(long, value_name = "MODE")]
+    pub savings_against: Option<String>,
+    /// Infra errors (requests that failed after every retry, an environment that
+    /// broke) the run may hold and still be judged: a count, or a percentage of its
+    /// outcomes (`5%`). Past it the exit code is 3 and the verdict `failed`
+    /// [default: 0]
+    #[arg(long, value_name = "N|P%")]
+    pub max_infra: Option<String>,
 }
 
 /// How the HTTP model backends are reached (keys come from the environment only).
@@ -396,6 +443,11 @@ pub struct EndpointArgs {
     /// default 0).
     #[arg(long)]
     pub seed: Option<i64>,
+    /// Send `strict: true` on every OpenAI function (Chat Completions and Responses):
+    /// the provider then holds every call to the schema, and refuses a schema outside
+    /// its strict subset. Without it every function carries `strict: false`.
+    #[arg(long)]
+    pub strict_tools: bool,
     /// At most this many requests per minute to each HTTP model (a models-file
     /// entry's own limit wins).
     #[arg(long, value_name = "N")]
@@ -421,6 +473,15 @@ pub struct TokensArgs {
     /// Print the exact context each mode renders: system prompt and tool definitions.
     #[arg(long)]
     pub show: bool,
+    /// Whose tool names to count and print: `discbench` (as rendered: FIM One's names,
+    /// what mock models see), or a provider's (`openai`, `anthropic`: a name it
+    /// refuses is the one its backend sends instead).
+    #[arg(
+        long,
+        value_name = "discbench|openai|anthropic",
+        default_value = "discbench"
+    )]
+    pub names: String,
 }
 
 #[derive(Args, Debug)]

@@ -3,7 +3,7 @@
 
 use super::args::CompareArgs;
 use super::failure::{io, Failure};
-use crate::analysis::compare;
+use crate::analysis::{compare, infra};
 use crate::exit;
 use crate::report;
 
@@ -14,7 +14,14 @@ pub fn compare(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<i32, Fail
         compare::load_side(&a.baseline).map_err(|e| Failure::Usage(format!("baseline: {e:#}")))?;
     let cur =
         compare::load_side(&a.current).map_err(|e| Failure::Usage(format!("current: {e:#}")))?;
-    let c = compare::compare(&base, &cur, &thresholds);
+    let tolerance = super::report_cmd::max_infra(a.max_infra.as_deref())?;
+    let mut c = compare::compare(&base, &cur, &thresholds);
+    c.infra = infra::judge(
+        &cur,
+        a.current.is_dir().then_some(a.current.as_path()),
+        tolerance,
+    )
+    .map_err(super::report_cmd::report_failure)?;
     let md = compare::markdown(&c);
     let target = a
         .out
@@ -24,7 +31,12 @@ pub fn compare(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<i32, Fail
         report::write_atomic(&t, md.as_bytes()).map_err(Failure::Infra)?;
     }
     out.write_all(md.as_bytes()).map_err(io)?;
-    Ok(if c.regressed() {
+    if let Some(i) = &c.infra {
+        super::report_cmd::say_infra(i, &a.current);
+    }
+    Ok(if c.failed() {
+        exit::INFRA
+    } else if c.regressed() {
         exit::REGRESSION
     } else {
         exit::OK

@@ -96,17 +96,33 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
     // The tokenizer's tables take a while to build: build them while the scenarios load.
     let counter = std::thread::spawn(move || Counter::new(encoding));
     let scenario_paths = default_paths(&c.scenarios);
-    let mut scenarios = scenario::load_all(&scenario_paths)?;
+    let (mut scenarios, skipped) = scenario::load_all_noting(&scenario_paths)?;
+    for (f, kind) in &skipped {
+        eprintln!(
+            "skipped {}: {}, not a scenario (a scenario includes it with catalog.include)",
+            f.display(),
+            scenario::kind_name(*kind)
+        );
+    }
+    scenarios = c.filter().apply(scenarios).map_err(Failure::Usage)?;
     if let Some(spec) = &c.sweep {
         scenarios = swept(scenarios, spec)?;
     }
     let templates = Arc::new(templates);
     for sc in &scenarios {
         for m in &modes {
+            let ran = m.with_overrides(&sc.agent.modes);
+            let label = crate::record::mode_label(&m.label, &ran.canonical_spec());
+            if label != m.label {
+                eprintln!(
+                    "scenario `{}`: its agent.modes runs mode `{}` as `{label}` (a scenario's settings win over --mode, as in FIM One); every report names it `{label}`",
+                    sc.name, m.label
+                );
+            }
             Composite::new(
                 &sc.catalog,
                 sc.agent.instructions.as_deref(),
-                m.with_overrides(&sc.agent.modes),
+                ran,
                 &templates,
                 protocol,
             )
@@ -216,6 +232,18 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         ));
     };
     differs.extend(protocol.disagreements(&given.protocol_flags()));
+    let filter = recorded.filter.clone().unwrap_or_default();
+    if !given.filter().is_empty() && given.filter() != filter {
+        differs.push(format!(
+            "{} (the run kept {})",
+            given.filter().describe(),
+            if filter.is_empty() {
+                "every query".to_string()
+            } else {
+                filter.describe()
+            }
+        ));
+    }
     if !differs.is_empty() {
         return Err(Failure::Usage(format!(
             "cannot resume: the command line differs from the run's run.json: {}",
@@ -242,6 +270,8 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
         skill_stub_chars: None,
         cache_discount: None,
         sql: Default::default(),
+        queries: filter.queries,
+        tags: filter.tags,
         recorded_protocol: Some(Box::new(protocol)),
         sweep: recorded.sweep.clone(),
     })

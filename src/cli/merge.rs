@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use super::args::MergeArgs;
 use super::failure::{io, Failure};
-use super::report_cmd::{finish_report, load_baseline};
+use super::report_cmd::{finish_report, load_baseline, max_infra, Finish};
 use crate::analysis::compare;
 use crate::record::manifest::Manifest;
 use crate::record::texts::{self, TextLine};
@@ -28,6 +28,7 @@ pub fn merge(a: MergeArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure>
     let thresholds = compare::thresholds(&a.thresholds)
         .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
     let baseline = load_baseline(a.baseline.as_deref())?;
+    let tolerance = max_infra(a.max_infra.as_deref())?;
     if a.out.join(OUTCOMES).exists() || a.out.join("run.json").exists() {
         return Err(Failure::Usage(format!(
             "--out {} already holds a run; merge into a new directory",
@@ -134,7 +135,13 @@ pub fn merge(a: MergeArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure>
             writeln!(out, "  … and {} more", missing.len() - NAMED).map_err(io)?;
         }
     }
-    finish_report(&a.out, baseline.as_ref(), &thresholds, true, out)
+    let finish = Finish {
+        savings_against: None,
+        baseline: baseline.as_ref(),
+        thresholds: &thresholds,
+        infra: Some(tolerance),
+    };
+    finish_report(&a.out, &finish, true, out)
 }
 
 /// Copies every whole outcome line of the shards, in order, and the union of their

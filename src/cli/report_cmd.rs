@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::args::ReportArgs;
 use super::failure::{io, Failure};
+use crate::analysis::infra::{self, InfraVerdict, Tolerance};
 use crate::analysis::{self, compare, Summary};
 use crate::exit;
 use crate::record::reader;
@@ -23,11 +24,36 @@ pub fn report(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         )));
     }
     let baseline = load_baseline(a.baseline.as_deref())?;
-    let code = finish_report(&a.run_dir, baseline.as_ref(), &thresholds, false, out)?;
+    let tolerance = max_infra(a.max_infra.as_deref())?;
+    // A re-render judges infra errors only as a gate, against a baseline.
+    let finish = Finish {
+        savings_against: a.savings_against.as_deref(),
+        baseline: baseline.as_ref(),
+        thresholds: &thresholds,
+        infra: baseline.is_some().then_some(tolerance),
+    };
+    let code = finish_report(&a.run_dir, &finish, false, out)?;
     if a.open {
         open_page(&a.run_dir.join("index.html"), &Openers::from_env());
     }
     Ok(code)
+}
+
+/// `--max-infra`, checked before any work starts (none tolerated without it).
+pub fn max_infra(flag: Option<&str>) -> Result<Tolerance, Failure> {
+    flag.map_or(Ok(Tolerance::default()), |f| {
+        Tolerance::parse(f).map_err(|e| Failure::Usage(format!("--max-infra {e}")))
+    })
+}
+
+/// How a run's reports are finished: the mode savings are measured against (`None`:
+/// what its run.json names, else `legacy`), and what it is judged by — the baseline
+/// and its thresholds, and how many infra errors it may hold (`None`: not judged).
+pub struct Finish<'a> {
+    pub savings_against: Option<&'a str>,
+    pub baseline: Option<&'a Summary>,
+    pub thresholds: &'a BTreeMap<String, f64>,
+    pub infra: Option<Tolerance>,
 }
 
 /// `--baseline`, read before any work starts.
@@ -38,16 +64,33 @@ pub fn load_baseline(path: Option<&Path>) -> Result<Option<Summary>, Failure> {
 
 /// Aggregates a run directory, writes every report file, prints the summary table
 /// when asked, says when the run is incomplete, and judges it against the baseline
-/// when there is one. Returns the exit code.
+/// when there is one and by its infra errors when asked. Returns the exit code: 3
+/// when the run holds more infra errors than tolerated (whatever the baseline says),
+/// else 1 on a regression, else 0.
 pub fn finish_report(
     dir: &Path,
-    baseline: Option<&Summary>,
-    thresholds: &BTreeMap<String, f64>,
+    finish: &Finish<'_>,
     print_table: bool,
     out: &mut dyn std::io::Write,
 ) -> Result<i32, Failure> {
-    let summary = analysis::summarize_run(dir).map_err(report_failure)?;
-    let comparison = baseline.map(|b| compare::compare(b, &summary, thresholds));
+    let summary = analysis::run_dir::summarize_run_against(dir, finish.savings_against)
+        .map_err(report_failure)?;
+    if let Some(r) = finish.savings_against {
+        if !summary.groups.iter().any(|g| g.mode == r) {
+            eprintln!(
+                "discbench: --savings-against {r}: no group of this run ran under it, so no savings are shown"
+            );
+        }
+    }
+    let infra = match finish.infra {
+        Some(t) => infra::judge(&summary, Some(dir), t).map_err(report_failure)?,
+        None => None,
+    };
+    let comparison = finish.baseline.map(|b| {
+        let mut c = compare::compare(b, &summary, finish.thresholds);
+        c.infra = infra.clone();
+        c
+    });
     report::write_all(dir, &summary, comparison.as_ref()).map_err(report_failure)?;
     if print_table {
         writeln!(out, "{}", table::render(&table::rows(&summary))).map_err(io)?;
@@ -68,15 +111,35 @@ pub fn finish_report(
         .map_err(io)?;
     }
     writeln!(out, "report: {}", dir.join("index.html").display()).map_err(io)?;
+    let mut code = exit::OK;
     if let Some(c) = &comparison {
         let md = compare::markdown(c);
         report::write_atomic(&dir.join("compare.md"), md.as_bytes()).map_err(Failure::Infra)?;
         writeln!(out, "\n{md}").map_err(io)?;
         if c.regressed() {
-            return Ok(exit::REGRESSION);
+            code = exit::REGRESSION;
         }
     }
-    Ok(exit::OK)
+    if let Some(i) = &infra {
+        say_infra(i, dir);
+        if i.failed() {
+            code = exit::INFRA;
+        }
+    }
+    Ok(code)
+}
+
+/// Says on stderr what the infra errors were and what to do about them.
+pub fn say_infra(i: &InfraVerdict, dir: &Path) {
+    if i.failed() {
+        eprintln!(
+            "discbench: the run failed: {}\nIts numbers do not measure the model (exit 3). Fix the cause, then run those items again with `discbench run --resume {} --rerun-infra`; to tolerate some on purpose, give --max-infra N or --max-infra P%.",
+            i.message(),
+            dir.display()
+        );
+    } else {
+        eprintln!("discbench: tolerated: {}", i.message());
+    }
 }
 
 /// A broken outcome file is bad input (exit 2); any other failure while reporting is

@@ -13,7 +13,7 @@ use super::args::{EndpointArgs, RunArgs};
 use super::config::{self, Prepared};
 use super::environment::Environment;
 use super::failure::Failure;
-use super::report_cmd::{finish_report, load_baseline};
+use super::report_cmd::{finish_report, load_baseline, max_infra, Finish};
 use crate::analysis::compare;
 use crate::model::http::Sampling;
 use crate::model::limit::Limits;
@@ -71,6 +71,7 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
     let thresholds = compare::thresholds(&a.thresholds)
         .map_err(|e| Failure::Usage(format!("--threshold: {e}")))?;
     let baseline = load_baseline(a.baseline.as_deref())?;
+    let tolerance = max_infra(a.max_infra.as_deref())?;
     if a.jobs == 0 {
         return Err(Failure::Usage("--jobs must be at least 1".into()));
     }
@@ -160,7 +161,13 @@ pub fn run(a: RunArgs, env: Environment, out: &mut dyn std::io::Write) -> Result
             dir.display()
         );
     }
-    let code = finish_report(&dir, baseline.as_ref(), &thresholds, true, out)?;
+    let finish = Finish {
+        savings_against: None,
+        baseline: baseline.as_ref(),
+        thresholds: &thresholds,
+        infra: Some(tolerance),
+    };
+    let code = finish_report(&dir, &finish, true, out)?;
     if stats.replay_misses > 0 {
         eprintln!(
             "{} outcomes had no recorded answer to replay (their infra_error says where the request differs); the replay is not the recorded run",
@@ -206,6 +213,7 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
             temperature: e.temperature,
             max_tokens: e.max_tokens,
             seed: e.seed,
+            strict_tools: e.strict_tools.then_some(true),
         },
         limits: Limits {
             requests_per_minute: e.requests_per_minute,
@@ -347,8 +355,26 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
             dir.display()
         )));
     }
+    if let Some(r) = &a.savings_against {
+        if !p.modes.iter().any(|m| &m.label == r) {
+            return Err(Failure::Usage(format!(
+                "--savings-against {r}: not a mode of this run (its modes: {}); add it with --mode {r}",
+                p.modes
+                    .iter()
+                    .map(|m| m.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let filter = a.common.filter();
     let (plan, mut manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
     manifest.settings.prompt_cache = recorded_cache(&specs, &a.endpoints)?;
+    manifest.settings.filter = (!filter.is_empty()).then_some(filter);
+    manifest.settings.savings_against = a
+        .savings_against
+        .clone()
+        .filter(|r| r != crate::analysis::summary::DEFAULT_SAVINGS_REFERENCE);
     if specs != manifest.settings.models {
         manifest.settings.model_specs = specs;
     }
@@ -400,6 +426,19 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
     if a.max_turns.is_some_and(|t| t != s.max_turns) {
         differs.push(format!("--max-turns (the run used {})", s.max_turns));
     }
+    if a.savings_against.is_some()
+        && a.savings_against.as_deref()
+            != Some(
+                s.savings_against
+                    .as_deref()
+                    .unwrap_or(crate::analysis::summary::DEFAULT_SAVINGS_REFERENCE),
+            )
+    {
+        differs.push(format!(
+            "--savings-against (the run used {})",
+            s.savings_against.as_deref().unwrap_or("legacy")
+        ));
+    }
     if !differs.is_empty() {
         return Err(Failure::Usage(format!(
             "cannot resume {}: the command line differs from its run.json: {}",
@@ -419,6 +458,9 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<Ready, Failur
         recorded.shard,
     )?;
     now.settings.prompt_cache = recorded_cache(specs, &a.endpoints)?;
+    // Taken from the record (the flags may only agree with it: checked above).
+    now.settings.filter = s.filter.clone();
+    now.settings.savings_against = s.savings_against.clone();
     let differences = recorded.differences(&now);
     if !differences.is_empty() {
         return Err(Failure::Usage(format!(

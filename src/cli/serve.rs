@@ -16,6 +16,20 @@ use crate::serve::handler::Handler;
 use crate::serve::record::Recorder;
 use crate::serve::{ServeOptions, Served};
 
+/// The mode spec `serve` runs: as given, or — a server never sees the query, so the
+/// selection step is off whatever the spec says — with `selection=off` added when the
+/// spec is refused only because a kind it names cannot run with the selection step
+/// (`skills=inline,mcp=resource`).
+fn served_mode(spec: &str) -> String {
+    if crate::strategy::Mode::parse(spec).is_err() && !spec.contains("selection=") {
+        let off = format!("{spec},selection=off");
+        if crate::strategy::Mode::parse(&off).is_ok() {
+            return off;
+        }
+    }
+    spec.to_string()
+}
+
 pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
     let listen: Option<std::net::SocketAddr> = match a.transport.as_str() {
         "stdio" => None,
@@ -46,7 +60,7 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
     };
     let p = config::prepare(&Common {
         scenarios: vec![a.scenario.clone()],
-        modes: vec![a.mode.clone()],
+        modes: vec![served_mode(&a.mode)],
         tokenizer: a.tokenizer.clone(),
         templates: a.templates.clone(),
         selection_threshold: None,
@@ -59,6 +73,8 @@ pub fn serve(a: ServeArgs, _env: Environment) -> Result<i32, Failure> {
         skill_stub_chars: None,
         cache_discount: None,
         sql: a.sql.clone(),
+        queries: Vec::new(),
+        tags: Vec::new(),
         recorded_protocol: None,
         sweep: None,
     })?;
@@ -201,4 +217,21 @@ async fn stdio(served: Arc<Served>) -> Result<(), Failure> {
     };
     r.map(|_| ())
         .map_err(|e| Failure::Infra(anyhow::anyhow!("the MCP service failed: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_refused_for_the_selection_step_alone_is_served() {
+        assert!(crate::strategy::Mode::parse("skills=inline,mcp=resource").is_err());
+        assert_eq!(
+            served_mode("skills=inline,mcp=resource"),
+            "skills=inline,mcp=resource,selection=off"
+        );
+        assert_eq!(served_mode("progressive"), "progressive");
+        // Another mistake stays the user's to see.
+        assert_eq!(served_mode("mcp=nonsense"), "mcp=nonsense");
+    }
 }

@@ -15,6 +15,14 @@ use crate::tokens::Counter;
 
 pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     let p = config::prepare(&a.common)?;
+    let names = match a.names.as_str() {
+        "discbench" => None,
+        other => Some(crate::names::rule_of(other).ok_or_else(|| {
+            Failure::Usage(format!(
+                "--names {other}: discbench (as rendered), openai or anthropic"
+            ))
+        })?),
+    };
     let text = tokens_report(
         &p.scenarios,
         &p.modes,
@@ -22,6 +30,7 @@ pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         &p.templates,
         p.protocol,
         a.show,
+        names,
     )
     .map_err(|e| Failure::Usage(e.to_string()))?;
     out.write_all(text.as_bytes())
@@ -38,10 +47,22 @@ pub fn tokens_report(
     templates: &Arc<Templates>,
     protocol: ProtocolConfig,
     show: bool,
+    names: Option<crate::names::NameRule>,
 ) -> Result<String, crate::strategy::TemplateError> {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(s, "tokenizer: {}", counter.encoding().as_str());
+    let _ = writeln!(
+        s,
+        "tool names: {}",
+        match names {
+            None => "as discbench renders them (FIM One's; what mock models see)".to_string(),
+            Some(r) => format!(
+                "as sent to {} (names it refuses mapped; see --names)",
+                r.provider
+            ),
+        }
+    );
     let _ = writeln!(
         s,
         "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  selection",
@@ -69,6 +90,25 @@ pub fn tokens_report(
             // What the first request shows: tool search and retrieval hold tools back
             // (retrieval adds the top k for each query on top of these).
             let first = comp.visible_tools(&comp.new_state());
+            // Under a provider's rule, the names it would be sent.
+            let first: std::sync::Arc<[crate::wire::ToolDef]> = match names.and_then(|r| {
+                crate::names::NameMap::of(
+                    &crate::wire::Context {
+                        tools: first.clone(),
+                        ..Default::default()
+                    },
+                    &r,
+                )
+            }) {
+                Some(map) => first
+                    .iter()
+                    .map(|t| crate::wire::ToolDef {
+                        name: map.wire(&t.name).to_string(),
+                        ..t.clone()
+                    })
+                    .collect(),
+                None => first,
+            };
             let held = comp.all_tools().len() - first.len();
             let defs = counter.tools(&first);
             let _ = writeln!(

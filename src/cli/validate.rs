@@ -14,17 +14,28 @@ pub fn validate(a: ValidateArgs, out: &mut dyn std::io::Write) -> Result<i32, Fa
     let mut gaps_found = 0usize;
     for p in config::default_paths(&a.paths) {
         match scenario::expand(&p) {
-            Ok(mut f) => files.append(&mut f),
+            Ok(f) => files.extend(f.into_iter().map(|f| (f, p.is_dir()))),
             Err(e) => errors.push(e),
         }
     }
-    for f in &files {
+    for (f, in_dir) in &files {
         match scenario::validate_file(f) {
             Ok(kind) => {
-                let what = match kind {
+                // What `run` does with it: a directory's catalog files are skipped, one
+                // named on its own is refused.
+                let noun = match kind {
                     FileKind::Scenario => "scenario",
                     FileKind::CatalogFragment => "catalog fragment",
                     FileKind::McpDump => "MCP tools/list dump",
+                };
+                let what = match (kind, in_dir) {
+                    (FileKind::Scenario, _) => noun.to_string(),
+                    (_, true) => {
+                        format!("{noun}; `run` skips it: scenarios include it with catalog.include")
+                    }
+                    (_, false) => {
+                        format!("{noun}; `run` takes scenarios only: include it from a scenario")
+                    }
                 };
                 writeln!(out, "ok   {} ({what})", f.display()).map_err(io)?;
                 if a.fixtures && kind == FileKind::Scenario {

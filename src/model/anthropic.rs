@@ -37,6 +37,10 @@ pub struct Messages;
 pub type Anthropic = HttpBackend<Messages>;
 
 impl Api for Messages {
+    fn names(&self) -> Option<crate::names::NameRule> {
+        Some(crate::names::ANTHROPIC)
+    }
+
     fn request(
         &self,
         client: &reqwest::Client,

@@ -76,6 +76,11 @@ pub enum ModelError {
     /// A replayed request that the recording does not hold.
     #[error("{0}")]
     Replay(String),
+    /// The provider refused the request for its size: the context window was
+    /// exceeded. The strategy's failure, not the infrastructure's: the episode ends
+    /// as a failed outcome counted in `context_overflow` (see [`super::http::overflow`]).
+    #[error("the context window was exceeded (HTTP {status}): {message}")]
+    ContextOverflow { status: u16, message: String },
 }
 
 impl ModelError {
@@ -139,6 +144,12 @@ pub trait Backend: Send + Sync {
     /// step then tries that between the forced call and plain text, as FIM One does.
     fn json_mode(&self) -> bool {
         false
+    }
+    /// The tool names its provider accepts, when it accepts fewer than discbench
+    /// renders: its requests carry names mapped by [`crate::names::NameMap`], and the
+    /// runner counts the names sent. `None` for mock models (they see FIM One's names).
+    fn names(&self) -> Option<crate::names::NameRule> {
+        None
     }
     /// A session for one episode, the work item `key` (recorders key on it).
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session>;

@@ -65,6 +65,18 @@ pub struct Sampling {
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub seed: Option<i64>,
+    /// OpenAI's `strict` on every function: `false` unless set (`--strict-tools`); the
+    /// Responses API makes a function without `strict` strict, Chat Completions does
+    /// not, so discbench always says which.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict_tools: Option<bool>,
+}
+
+impl Sampling {
+    /// The `strict` every OpenAI function carries.
+    pub fn strict(&self) -> bool {
+        self.strict_tools.unwrap_or(false)
+    }
 }
 
 /// One configured endpoint.
@@ -103,6 +115,10 @@ pub trait Api: Send + Sync + 'static {
     /// Whether the API has a JSON mode.
     fn json_mode(&self) -> bool {
         false
+    }
+    /// The tool names the provider accepts ([`crate::names`]).
+    fn names(&self) -> Option<crate::names::NameRule> {
+        None
     }
     /// Whether, as `e` asks it, the provider writes to its cache every input token it
     /// did not read ([`Backend::writes_cache`]).
@@ -149,6 +165,10 @@ impl<A: Api> Backend for HttpBackend<A> {
         self.api.writes_cache(&self.endpoint)
     }
 
+    fn names(&self) -> Option<crate::names::NameRule> {
+        self.api.names()
+    }
+
     fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(HttpSession {
             api: self.api.clone(),
@@ -167,12 +187,14 @@ struct HttpSession<A: Api> {
 #[async_trait::async_trait]
 impl<A: Api> Session for HttpSession<A> {
     async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
-        let req = self.api.request(
-            &self.client,
-            &self.endpoint,
-            request.purpose,
-            request.context,
-        );
+        // Names the provider would refuse go out as names it accepts, and come back
+        // as the names the strategy knows.
+        let map = (self.api.names()).and_then(|r| crate::names::NameMap::of(request.context, &r));
+        let mapped = map.as_ref().map(|m| m.apply(request.context));
+        let cx = mapped.as_ref().unwrap_or(request.context);
+        let req = self
+            .api
+            .request(&self.client, &self.endpoint, request.purpose, cx);
         let started = Instant::now();
         let resp = req.send().await.map_err(send_error)?;
         let status = resp.status().as_u16();
@@ -183,7 +205,10 @@ impl<A: Api> Session for HttpSession<A> {
         }
         let v: Value = serde_json::from_str(&text)
             .map_err(|err| ModelError::Undecodable(format!("not JSON ({err})")))?;
-        let mut a = self.api.parse(&v, request.context)?;
+        let mut a = self.api.parse(&v, cx)?;
+        if let Some(m) = &map {
+            m.restore(&mut a.response);
+        }
         a.latency = Some(started.elapsed());
         Ok(a)
     }
@@ -230,6 +255,12 @@ fn without_url(e: &reqwest::Error) -> String {
 /// `retry-after` (seconds or an HTTP date) for rate limits and overloads.
 pub fn status_error(status: u16, headers: &reqwest::header::HeaderMap, body: &str) -> ModelError {
     let retry_after = retry_after(headers, SystemTime::now());
+    if !matches!(status, 401 | 403 | 429) && overflow(body) {
+        return ModelError::ContextOverflow {
+            status,
+            message: clip(body),
+        };
+    }
     match status {
         429 => ModelError::RateLimited { retry_after },
         401 | 403 => ModelError::Authentication(format!("HTTP {status}: {}", clip(body))),
@@ -239,6 +270,37 @@ pub fn status_error(status: u16, headers: &reqwest::header::HeaderMap, body: &st
             message: clip(body),
         },
     }
+}
+
+/// What providers say when a request is larger than the model's context window,
+/// each as its documentation or its servers word it (read 2026-11-27; the sources are
+/// in the docs' models page): an error body holding one of these is a context
+/// overflow, whatever its status.
+pub const OVERFLOW_SIGNALS: [(&str, &str); 8] = [
+    // OpenAI, Chat Completions and Responses: `code` of the error object.
+    ("openai", "context_length_exceeded"),
+    // Anthropic Messages: "prompt is too long: N tokens > M maximum".
+    ("anthropic", "prompt is too long"),
+    // Anthropic, older: "input length and `max_tokens` exceed context limit".
+    ("anthropic", "exceed context limit"),
+    // Gemini: "The input token count (N) exceeds the maximum number of tokens allowed".
+    ("gemini", "exceeds the maximum number of tokens allowed"),
+    // OpenAI's older wording, vLLM (old and new) and OpenRouter: "This model's maximum
+    // context length is…", "…the model's context length is only N…".
+    ("vllm, openrouter", "maximum context length is"),
+    ("vllm", "context length is only"),
+    // llama.cpp's server: error type `exceed_context_size_error`.
+    ("llama.cpp", "exceed_context_size_error"),
+    // OpenAI Responses: "Your input exceeds the context window of this model".
+    ("openai", "exceeds the context window"),
+];
+
+/// Whether an error body says the request was larger than the context window.
+pub fn overflow(body: &str) -> bool {
+    let lower = body.to_ascii_lowercase();
+    OVERFLOW_SIGNALS
+        .iter()
+        .any(|(_, signal)| lower.contains(&signal.to_ascii_lowercase()))
 }
 
 fn clip(body: &str) -> String {
@@ -351,5 +413,48 @@ mod tests {
         let s = Secret::new("sk-live-123");
         assert_eq!(format!("{s} {s:?}"), "*** ***");
         assert_eq!(s.expose(), "sk-live-123");
+    }
+
+    #[test]
+    fn context_overflows_are_told_from_other_refusals() {
+        let h = HeaderMap::new();
+        let bodies = [
+            // OpenAI Chat Completions.
+            r#"{"error":{"message":"This model's maximum context length is 16385 tokens. However, your messages resulted in 16468 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+            // OpenAI Responses.
+            r#"{"error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Your input exceeds the context window of this model. Please adjust your input and try again.","param":"input"}}"#,
+            // Anthropic.
+            r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 219898 tokens > 200000 maximum"}}"#,
+            // Gemini.
+            r#"{"error":{"code":400,"message":"The input token count (132478) exceeds the maximum number of tokens allowed (131072).","status":"INVALID_ARGUMENT"}}"#,
+            // vLLM.
+            r#"{"error":{"message":"You passed 27905 input tokens and requested 4096 output tokens. However, the model's context length is only 32000 tokens.","type":"BadRequestError","param":"input_tokens","code":400}}"#,
+            // llama.cpp's server.
+            r#"{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}"#,
+        ];
+        for b in bodies {
+            assert!(
+                matches!(
+                    status_error(400, &h, b),
+                    ModelError::ContextOverflow { status: 400, .. }
+                ),
+                "{b}"
+            );
+        }
+        // Another refusal stays one; an authentication failure is never an overflow.
+        let other = r#"{"error":{"message":"Invalid 'tools[0].function.name': string too long.","code":"invalid_value"}}"#;
+        assert!(matches!(
+            status_error(400, &h, other),
+            ModelError::Rejected { .. }
+        ));
+        assert!(matches!(
+            status_error(401, &h, bodies[0]),
+            ModelError::Authentication(_)
+        ));
+        assert!(!ModelError::ContextOverflow {
+            status: 400,
+            message: String::new()
+        }
+        .is_retryable());
     }
 }

@@ -123,6 +123,7 @@ fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> En
         temperature: o.sampling.temperature,
         max_tokens: o.sampling.max_tokens,
         seed: o.sampling.seed,
+        strict_tools: o.sampling.strict_tools,
         timeout_secs: None,
         prices: None,
         requests_per_minute: None,
@@ -164,6 +165,7 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
             temperature: entry.temperature.or(o.sampling.temperature),
             max_tokens: entry.max_tokens.or(o.sampling.max_tokens),
             seed: entry.seed.or(o.sampling.seed),
+            strict_tools: entry.strict_tools.or(o.sampling.strict_tools),
         },
         timeout: entry
             .timeout_secs

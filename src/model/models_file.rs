@@ -58,6 +58,9 @@ pub struct Entry {
     pub max_tokens: Option<u32>,
     #[serde(default)]
     pub seed: Option<i64>,
+    /// OpenAI's `strict` on every function (default false).
+    #[serde(default)]
+    pub strict_tools: Option<bool>,
     #[serde(default)]
     pub timeout_secs: Option<f64>,
     #[serde(default)]

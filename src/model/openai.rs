@@ -25,6 +25,10 @@ pub struct ChatCompletions;
 pub type OpenAi = HttpBackend<ChatCompletions>;
 
 impl Api for ChatCompletions {
+    fn names(&self) -> Option<crate::names::NameRule> {
+        Some(crate::names::OPENAI)
+    }
+
     fn request(
         &self,
         client: &reqwest::Client,
@@ -96,7 +100,8 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                 .iter()
                 .map(|t| {
                     json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters}})
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                        "strict": endpoint.sampling.strict()}})
                 })
                 .collect(),
         );

@@ -71,6 +71,11 @@ pub struct Line {
     /// The request's place in its episode (0 = first).
     pub turn: usize,
     pub digest: Digest,
+    /// Whose tool-name rule the recorded model's requests were sent under (`openai`,
+    /// `anthropic`), so that a replay counts the names that were sent; absent for mock
+    /// models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub names: Option<String>,
     pub answer: RecordedAnswer,
 }
 
@@ -178,6 +183,10 @@ impl Backend for Recording {
         self.inner.writes_cache()
     }
 
+    fn names(&self) -> Option<crate::names::NameRule> {
+        self.inner.names()
+    }
+
     fn open(&self, key: &OutcomeKey, truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(RecordingSession {
             inner: self.inner.open(key, truth),
@@ -185,6 +194,7 @@ impl Backend for Recording {
             key: key.clone(),
             turn: 0,
             parameters: self.inner.parameters(),
+            names: self.inner.names().map(|r| r.provider.to_string()),
         })
     }
 }
@@ -195,6 +205,7 @@ struct RecordingSession {
     key: OutcomeKey,
     turn: usize,
     parameters: serde_json::Value,
+    names: Option<String>,
 }
 
 #[async_trait::async_trait]
@@ -207,6 +218,7 @@ impl Session for RecordingSession {
             key: self.key.clone(),
             turn: self.turn,
             digest,
+            names: self.names.clone(),
             answer: RecordedAnswer {
                 response: a.response.clone(),
                 usage: a.usage,
@@ -234,6 +246,8 @@ pub struct Tape {
     pub models: Vec<String>,
     /// The models that were asked in JSON mode (so they have one).
     json_models: std::collections::HashSet<String>,
+    /// Per model, the tool-name rule its requests were sent under.
+    names: HashMap<String, crate::names::NameRule>,
 }
 
 impl Tape {
@@ -255,6 +269,7 @@ impl Tape {
             digests: HashMap::new(),
             models: Vec::new(),
             json_models: Default::default(),
+            names: HashMap::new(),
         };
         reader::read::<Line>(&file, |_, l| {
             if !t.models.contains(&l.key.model) {
@@ -262,6 +277,9 @@ impl Tape {
             }
             if l.digest.purpose.ends_with(":json") {
                 t.json_models.insert(l.key.model.clone());
+            }
+            if let Some(rule) = l.names.as_deref().and_then(crate::names::rule_of) {
+                t.names.insert(l.key.model.clone(), rule);
             }
             t.digests.insert((l.key.clone(), l.turn), l.digest);
             t.answers.insert(l.hash, l.answer);
@@ -350,6 +368,11 @@ impl Backend for Replay {
     /// but never needed it took the same path without it.)
     fn json_mode(&self) -> bool {
         self.tape.json_models.contains(&self.name)
+    }
+
+    /// As the recorded model: its requests were sent (and counted) under these names.
+    fn names(&self) -> Option<crate::names::NameRule> {
+        self.tape.names.get(&self.name).copied()
     }
 
     fn open(&self, key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {

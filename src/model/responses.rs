@@ -4,7 +4,8 @@
 //! Wire shapes from the API reference and the SDK's types (openai-python 3.3.1,
 //! `types/responses/`, read 2026-11-25). The context becomes `instructions` (the
 //! system prompt), `input` items — the user's message, each earlier answer as an
-//! assistant `message` with `output_text` and its `function_call` items, each tool
+//! assistant input `message` (its text as `content`) and its `function_call` items,
+//! each tool
 //! result as a `function_call_output` — and `function` tools: those of one connector,
 //! database or MCP server go into a `namespace` with the resource's name and
 //! description (each function keeping discbench's name for it, each call of one
@@ -38,6 +39,10 @@ pub struct Responses;
 pub type OpenAiResponses = HttpBackend<Responses>;
 
 impl Api for Responses {
+    fn names(&self) -> Option<crate::names::NameRule> {
+        Some(crate::names::OPENAI)
+    }
+
     fn request(
         &self,
         client: &reqwest::Client,
@@ -74,6 +79,7 @@ pub fn cache_key(cx: &Context) -> String {
 pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     let native = cx.native.as_deref();
     let client = native.filter(|n| n.execution == Execution::Client);
+    let strict = endpoint.sampling.strict();
     let groups = group_index(cx);
     let mut input: Vec<Value> = Vec::new();
     for m in &cx.messages {
@@ -85,13 +91,12 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                 searches,
             } => {
                 if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
-                    input.push(json!({
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": t}],
-                    }));
+                    // An earlier answer as an input message: the output form would need
+                    // the item's id, status and annotations.
+                    input.push(json!({"type": "message", "role": "assistant", "content": t}));
                 }
-                // The hosted search's own items go back as the API sent them.
+                // The hosted search's own items go back as the API sent them, in the
+                // input shape they were kept in (see `hosted_search`).
                 for s in searches {
                     if let Ok(Value::Array(raw)) = serde_json::from_str::<Value>(&s.raw) {
                         input.extend(raw);
@@ -135,7 +140,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                         .iter()
                         .filter_map(|r| n.deferred.iter().find(|t| &t.name == r))
                     {
-                        found.push(t, deferred_function(t));
+                        found.push(t, deferred_function(t, strict));
                     }
                     input.push(json!({
                         "type": "tool_search_output",
@@ -177,14 +182,14 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
                         "parameters": t.parameters,
                     }),
                 }),
-                _ => tools.push(t, function(t)),
+                _ => tools.push(t, function(t, strict)),
             }
         }
         if let Some(n) = native {
             // With namespaces, a deferred function goes into its namespace: the API
             // defers the functions inside one, not the namespace itself.
             for t in n.deferred.iter() {
-                tools.push(t, deferred_function(t));
+                tools.push(t, deferred_function(t, strict));
             }
         }
         b.insert("tools".into(), Value::Array(tools.list));
@@ -276,17 +281,28 @@ impl<'a> Grouped<'a> {
     }
 }
 
-/// A function tool.
-fn function(t: &ToolDef) -> Value {
+/// A function tool, `strict` said explicitly: the Responses API makes a function
+/// without it strict (every field required, no other property), which Chat
+/// Completions does not, and the SDK's type requires the key on a top-level function.
+fn function(t: &ToolDef, strict: bool) -> Value {
     json!({"type": "function", "name": t.name, "description": t.description,
-           "parameters": t.parameters})
+           "parameters": t.parameters, "strict": strict})
 }
 
 /// A function tool the API loads only when a search finds it.
-fn deferred_function(t: &ToolDef) -> Value {
-    let mut f = function(t);
+fn deferred_function(t: &ToolDef, strict: bool) -> Value {
+    let mut f = function(t, strict);
     f["defer_loading"] = json!(true);
     f
+}
+
+/// An output item of the API's own (a hosted search's call or result) as the input
+/// item it stands for: the same fields but `created_by`, which only output items carry.
+fn as_input(mut item: Value) -> Value {
+    if let Some(o) = item.as_object_mut() {
+        o.remove("created_by");
+    }
+    item
 }
 
 /// Reads a Responses answer (no native tool search).
@@ -408,7 +424,12 @@ fn hosted_search(call: Option<Value>, output: Option<&Value>) -> NativeSearch {
         .and_then(|c| c.get("arguments"))
         .map(Value::to_string)
         .unwrap_or_default();
-    let raw: Vec<Value> = call.into_iter().chain(output.cloned()).collect();
+    // Kept as they go back: in the input shape, what the ledger counts is what is sent.
+    let raw: Vec<Value> = call
+        .into_iter()
+        .chain(output.cloned())
+        .map(as_input)
+        .collect();
     let tools = output
         .and_then(|o| o.get("tools"))
         .and_then(Value::as_array);

@@ -59,6 +59,12 @@ pub struct Settings {
     /// recorded, and in runs of mock models alone (nothing is cached).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache: Option<PromptCache>,
+    /// `--query` / `--tag`: the queries the run kept, when it did not keep all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<crate::scenario::QueryFilter>,
+    /// `--savings-against`: the mode savings are measured against, when not `legacy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub savings_against: Option<String>,
 }
 
 /// One scenario's inputs.
@@ -270,6 +276,17 @@ impl Manifest {
                 "prompt cache: {} now {}",
                 show(&a.prompt_cache),
                 show(&b.prompt_cache)
+            ));
+        }
+        if a.filter != b.filter {
+            let show = |f: &Option<crate::scenario::QueryFilter>| match f {
+                Some(f) => f.describe(),
+                None => "(every query)".into(),
+            };
+            d.push(format!(
+                "query filter: {} now {}",
+                show(&a.filter),
+                show(&b.filter)
             ));
         }
         if a.sweep != b.sweep {

@@ -368,6 +368,48 @@ pub fn protocol_errors(p: &Protocol) -> usize {
     p.errors_with(&crate::strategy::defined::is_error)
 }
 
+/// The name reports give the mode an outcome ran under: the mode as asked when it ran
+/// as asked, else — a scenario's `agent.modes` overrode some kinds, as FIM One lets
+/// an agent's settings win over the platform's — the asked name followed by what the
+/// scenario changed, `all-tools [mcp=progressive]`, so that no table or plot carries
+/// a strategy's name for numbers another strategy made. `asked` is the outcome's
+/// `mode`, `spec` its `mode_spec` (the canonical spec of the mode as run); a name or
+/// spec that does not parse (a client's session, an older line) is kept as asked.
+pub fn mode_label(asked: &str, spec: &str) -> String {
+    use crate::strategy::Mode;
+    let (Ok(a), Ok(r)) = (Mode::parse(asked), Mode::parse(spec)) else {
+        return asked.to_string();
+    };
+    let changed: Vec<String> = crate::catalog::Kind::ALL
+        .iter()
+        .filter(|k| a.get(**k) != r.get(**k))
+        .map(|k| format!("{}={}", k.as_str(), r.get(*k).as_str()))
+        .collect();
+    if changed.is_empty() {
+        asked.to_string()
+    } else {
+        format!("{asked} [{}]", changed.join(","))
+    }
+}
+
+/// [`mode_label`] of many lines, each distinct (asked, spec) pair parsed once (a line
+/// whose pair was seen allocates nothing).
+#[derive(Debug, Default)]
+pub struct ModeLabels(std::collections::HashMap<String, std::collections::HashMap<String, String>>);
+
+impl ModeLabels {
+    pub fn label(&mut self, asked: &str, spec: &str) -> &str {
+        if !self.0.get(asked).is_some_and(|m| m.contains_key(spec)) {
+            let label = mode_label(asked, spec);
+            self.0
+                .entry(asked.to_string())
+                .or_default()
+                .insert(spec.to_string(), label);
+        }
+        &self.0[asked][spec]
+    }
+}
+
 /// The smallest view of an outcome line: its key (resume and merge read only this).
 #[derive(Debug, Clone, Deserialize)]
 pub struct KeyView {
@@ -424,6 +466,22 @@ mod tests {
         assert_eq!(ha, hb);
         assert_ne!(ha, repeat_free_hash(c).unwrap().0);
         assert!(repeat_free_hash(r#"{"scenario":"s"}"#).is_none());
+    }
+
+    #[test]
+    fn a_mode_the_scenario_changed_is_named_as_it_ran() {
+        let spec = |m: &str| crate::strategy::Mode::parse(m).unwrap().canonical_spec();
+        assert_eq!(mode_label("legacy", &spec("legacy")), "legacy");
+        let mut ran = crate::strategy::Mode::parse("all-tools").unwrap();
+        ran.set(
+            crate::catalog::Kind::Mcp,
+            crate::disclosure::Disclosure::Progressive,
+        );
+        assert_eq!(
+            mode_label("all-tools", &ran.canonical_spec()),
+            "all-tools [mcp=progressive]"
+        );
+        assert_eq!(mode_label("client", "whatever"), "client");
     }
 
     #[test]

@@ -412,6 +412,8 @@ impl Explorer {
         let mut rows: Vec<Row> = Vec::new();
         // Lines read before, by their content without the repeat index.
         let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+        // Modes are shown as they ran ([`crate::record::mode_label`]).
+        let mut labels = crate::record::ModeLabels::default();
         reader::read_text(outcomes, |line_no, line| {
             let same = crate::record::repeat_free_hash(line);
             if let Some((h, repeat)) = same {
@@ -434,7 +436,7 @@ impl Explorer {
                     message: e.to_string(),
                 })?;
             let sc = scenarios.id(&o.scenario);
-            let mode = modes.id(&o.mode);
+            let mode = modes.id(labels.label(&o.mode, &o.mode_spec));
             let model = models.id(&o.model);
             let query = match queries.get(&(sc, o.query_id.clone())) {
                 Some(&q) => q,

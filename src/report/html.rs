@@ -65,7 +65,7 @@ fn more_td(v: f64, text: String) -> String {
 /// it is folded behind "more columns", and what it holds (the header's tooltip). What a
 /// reader compares modes by stays in view; spreads, the cached bill, ranked surfacing,
 /// the change against legacy and protocol errors are one click away.
-const GROUP_COLUMNS: [(&str, bool, &str); 15] = [
+const GROUP_COLUMNS: [(&str, bool, &str); 17] = [
     ("n", false, "outcomes scored (infra errors apart)"),
     (
         "exact [95% CI]",
@@ -127,6 +127,16 @@ const GROUP_COLUMNS: [(&str, bool, &str); 15] = [
         "MRR (ranked)",
         true,
         "mean reciprocal rank over the expected tools the mode ranks",
+    ),
+    (
+        "first turn vs all-tools",
+        true,
+        "median first-turn tokens against all-tools (every definition, no selection step), when the run holds it",
+    ),
+    (
+        "billed vs all-tools",
+        true,
+        "median billed input against all-tools, when the run holds it",
     ),
     (
         "protocol errors",
@@ -222,6 +232,10 @@ fn group_row(g: &Group) -> String {
             .map(|m| format!("{m:.3}"))
             .unwrap_or_else(|| "-".into()),
     );
+    let (v, t) = change(g.savings_all_tools.and_then(|s| s.first_turn));
+    r += &more_td(v, t);
+    let (v, t) = change(g.savings_all_tools.and_then(|s| s.billed));
+    r += &more_td(v, t);
     r += &more_td(g.protocol_error.rate, pct(g.protocol_error.rate));
     r += "</tr>";
     r
@@ -229,7 +243,7 @@ fn group_row(g: &Group) -> String {
 
 /// The groups table with its filters (filled by the page's script from the rows'
 /// `data-*`), the "more columns" toggle and a count of the rows shown.
-fn group_table(groups: &[&Group]) -> String {
+fn group_table(groups: &[&Group], reference: &str) -> String {
     let folded: Vec<&str> = GROUP_COLUMNS.iter().filter(|c| c.1).map(|c| c.0).collect();
     let mut t = format!(
         "<div class=controls id=group-filters><label>scenario <select name=g-sc><option value=''>all</option></select></label>\
@@ -241,11 +255,21 @@ fn group_table(groups: &[&Group]) -> String {
     );
     t += "<table class='sortable groups'><thead><tr><th class=l>scenario</th><th class=l>mode</th><th class=l>model</th>";
     for (h, more, title) in GROUP_COLUMNS {
+        // Savings are against the run's reference mode (legacy unless it names another).
+        let (h, title) = if h.ends_with("vs legacy") {
+            (
+                h.replace("legacy", reference),
+                title.replace("the legacy preset", reference),
+            )
+        } else {
+            (h.to_string(), title.to_string())
+        };
         let _ = write!(
             t,
-            "<th data-numeric=1{} title='{}'>{h}</th>",
+            "<th data-numeric=1{} title='{}'>{}</th>",
             if more { " class=x" } else { "" },
-            esc_attr(title)
+            esc_attr(&title),
+            esc(&h)
         );
     }
     t += "</tr></thead><tbody>";
@@ -280,7 +304,7 @@ fn median(g: &Group, layer: &str) -> Option<Vec<f64>> {
         .flatten()
 }
 
-const METRICS: [MetricDef; 19] = [
+const METRICS: [MetricDef; 21] = [
     ("exact", "exact match [95% CI]", "rate", true, |g| {
         rate(&g.exact)
     }),
@@ -340,6 +364,24 @@ const METRICS: [MetricDef; 19] = [
         |g| g.savings_billed.map(|s| vec![-s]),
     ),
     (
+        "first_vs_all_tools",
+        "first turn vs all-tools",
+        "delta",
+        false,
+        |g| {
+            g.savings_all_tools
+                .and_then(|s| s.first_turn)
+                .map(|s| vec![-s])
+        },
+    ),
+    (
+        "billed_vs_all_tools",
+        "billed input vs all-tools",
+        "delta",
+        false,
+        |g| g.savings_all_tools.and_then(|s| s.billed).map(|s| vec![-s]),
+    ),
+    (
         "surfaced",
         "surfaced (expected tools shown)",
         "pct",
@@ -396,7 +438,7 @@ fn groups_json(s: &Summary, modes: &[String]) -> String {
         .collect();
     let k = s.groups.iter().map(|g| g.pass.k).max().unwrap_or(0);
     serde_json::json!({
-        "metrics": metrics.iter().map(|m| serde_json::json!([m.0, m.1.replace("pass@k", &format!("pass@{k}")), m.2, m.3])).collect::<Vec<_>>(),
+        "metrics": metrics.iter().map(|m| serde_json::json!([m.0, m.1.replace("pass@k", &format!("pass@{k}")).replace("vs legacy", &format!("vs {}", s.savings_reference())), m.2, m.3])).collect::<Vec<_>>(),
         "colors": colors,
         "groups": groups,
     })
@@ -625,7 +667,7 @@ pub fn render(
     );
     page += "<section id=overview><h2>Groups: every scenario × mode × model</h2>";
     let all: Vec<&Group> = s.groups.iter().collect();
-    page += &group_table(&all);
+    page += &group_table(&all, s.savings_reference());
     let spend = super::markdown::spend_md(s);
     if !spend.is_empty() {
         page += "<h3>Provider usage and cost</h3><pre>";

@@ -27,6 +27,8 @@ struct Case {
     scenario: String,
     query_id: String,
     mode: String,
+    #[serde(default)]
+    mode_spec: String,
     model: String,
     repeat: usize,
     #[serde(default)]
@@ -86,16 +88,18 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
         let mut cases = Vec::new();
         // Lines that differ from one read before in their repeat index alone share
         // its case body: a deterministic model's repeats are parsed once.
-        let mut seen: HashMap<[u8; 32], (OutcomeKey, String)> = HashMap::new();
+        let mut seen: HashMap<[u8; 32], (OutcomeKey, String, String)> = HashMap::new();
+        // Modes are named as they ran ([`crate::record::mode_label`]).
+        let mut labels = crate::record::ModeLabels::default();
         reader::read_text(cx.outcomes, |line_no, line| {
             let same = crate::record::repeat_free_hash(line);
             if let Some((h, repeat)) = same {
-                if let Some((key, body)) = seen.get(&h) {
+                if let Some((key, mode, body)) = seen.get(&h) {
                     let key = OutcomeKey {
                         repeat,
                         ..key.clone()
                     };
-                    cases.push((order.rank(&key), head(&key) + body));
+                    cases.push((order.rank(&key), head(&key, mode) + body));
                     return Ok(());
                 }
             }
@@ -121,9 +125,10 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
                 repeat: c.repeat,
             };
             let body = case_body(&c);
-            cases.push((order.rank(&key), head(&key) + &body));
+            let mode = labels.label(&c.mode, &c.mode_spec).to_string();
+            cases.push((order.rank(&key), head(&key, &mode) + &body));
             if let Some((h, _)) = same {
-                seen.insert(h, (key, body));
+                seen.insert(h, (key, mode, body));
             }
             Ok(())
         })?;
@@ -137,9 +142,9 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
     Ok(())
 }
 
-/// A case's opening: its class name (scenario, mode, model) and its name (the query,
-/// with the repeat after `#` from the second on).
-fn head(k: &OutcomeKey) -> String {
+/// A case's opening: its class name (scenario, mode as it ran, model) and its name
+/// (the query, with the repeat after `#` from the second on).
+fn head(k: &OutcomeKey, mode: &str) -> String {
     let name = if k.repeat > 0 {
         format!("{}#{}", k.query_id, k.repeat)
     } else {
@@ -147,7 +152,7 @@ fn head(k: &OutcomeKey) -> String {
     };
     format!(
         r#"    <testcase classname="{}" name="{}""#,
-        esc_attr(&format!("{}.{}.{}", k.scenario, k.mode, k.model)),
+        esc_attr(&format!("{}.{mode}.{}", k.scenario, k.model)),
         esc_attr(&name)
     )
 }

@@ -44,10 +44,20 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
     scenarios.dedup();
     for sc in scenarios {
         let _ = writeln!(out, "## {sc}\n");
-        let _ = writeln!(out, "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | surfaced / recall@5 / MRR | vs legacy (first turn) | protocol errors | pass@k / pass^k |");
+        let all_tools = s
+            .groups
+            .iter()
+            .any(|g| g.scenario == sc && g.savings_all_tools.is_some());
         let _ = writeln!(
             out,
-            "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+            "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | surfaced / recall@5 / MRR | vs {} (first turn) |{} protocol errors | pass@k / pass^k |",
+            s.savings_reference(),
+            if all_tools { " vs all-tools (first turn) |" } else { "" }
+        );
+        let _ = writeln!(
+            out,
+            "|---|---|---:|---|---:|---:|---:|---:|---:|---:|{}---:|---|",
+            if all_tools { "---:|" } else { "" }
         );
         for g in s.groups.iter().filter(|g| g.scenario == sc) {
             let infra = if g.infra_errors > 0 {
@@ -57,7 +67,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             };
             let _ = writeln!(
                 out,
-                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {:.0} | {} | {} | {} | k={}: {} / {} |",
+                "| {} | {} | {}{} | {} [{}, {}] | {:.3} | {:.0} | {:.0} | {:.0} | {} | {} |{} {} | k={}: {} / {} |",
                 g.mode,
                 g.model,
                 g.n,
@@ -87,6 +97,17 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                 g.savings_first_turn
                     .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),
+                if all_tools {
+                    format!(
+                        " {} |",
+                        g.savings_all_tools
+                            .and_then(|x| x.first_turn)
+                            .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
+                            .unwrap_or_else(|| "-".into())
+                    )
+                } else {
+                    String::new()
+                },
                 pct(g.protocol_error.rate),
                 g.pass.k,
                 pct(g.pass.pass_at_k),

@@ -28,8 +28,12 @@ pub struct Row {
     /// Mean recall@k of the expected addresses among what was surfaced, where the
     /// mode ranks what it shows.
     pub recall_at_k: Option<f64>,
-    /// `1 - median first_turn / median first_turn(legacy)`, same scenario and model.
+    /// `1 - median first_turn / median first_turn(reference)`, same scenario and model.
     pub savings: Option<f64>,
+    /// The mode `savings` is against (`legacy` unless the run names another).
+    pub reference: String,
+    /// The same against `all-tools`, when the run holds it.
+    pub savings_all_tools: Option<f64>,
     /// Share of outcomes with at least one protocol error.
     pub protocol_error: f64,
     pub infra_errors: u64,
@@ -56,6 +60,8 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 recall: g.surfacing.map(|x| x.recall),
                 recall_at_k: g.surfacing.and_then(|x| x.recall_at_k),
                 savings: g.savings_first_turn,
+                reference: s.savings_reference().to_string(),
+                savings_all_tools: g.savings_all_tools.and_then(|x| x.first_turn),
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
                 cache: g.cache.map(|c| (c.read, c.predicted, c.written)),
@@ -66,7 +72,13 @@ pub fn rows(s: &Summary) -> Vec<Row> {
 
 /// The table as text.
 pub fn render(rows: &[Row]) -> String {
-    let headers = [
+    let vs = format!(
+        "vs {}",
+        rows.first().map_or("legacy", |r| r.reference.as_str())
+    );
+    // Against every tool too, when the run measured that.
+    let all_tools = rows.iter().any(|r| r.savings_all_tools.is_some());
+    let mut headers = vec![
         "scenario",
         "mode",
         "model",
@@ -78,13 +90,20 @@ pub fn render(rows: &[Row]) -> String {
         "cached bill",
         "surfaced",
         "recall@5",
-        "vs legacy",
-        "proto err",
+        vs.as_str(),
     ];
+    if all_tools {
+        headers.push("vs all-tools");
+    }
+    headers.push("proto err");
+    let pct = |s: Option<f64>| {
+        s.map(|s| format!("{:+.1}%", -s * 100.0 + 0.0))
+            .unwrap_or_else(|| "-".into())
+    };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            vec![
+            let mut cells = vec![
                 r.scenario.clone(),
                 r.mode.clone(),
                 r.model.clone(),
@@ -104,11 +123,13 @@ pub fn render(rows: &[Row]) -> String {
                 r.recall_at_k
                     .map(|x| format!("{:.1}%", x * 100.0))
                     .unwrap_or_else(|| "-".into()),
-                r.savings
-                    .map(|s| format!("{:+.1}%", -s * 100.0 + 0.0))
-                    .unwrap_or_else(|| "-".into()),
-                format!("{:.1}%", r.protocol_error * 100.0),
-            ]
+                pct(r.savings),
+            ];
+            if all_tools {
+                cells.push(pct(r.savings_all_tools));
+            }
+            cells.push(format!("{:.1}%", r.protocol_error * 100.0));
+            cells
         })
         .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();

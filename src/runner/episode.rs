@@ -160,12 +160,19 @@ impl Episode<'_> {
         let mut n_turns = 0;
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut refusals, mut truncs) = (0, 0, 0);
+        let mut overflowed = false;
+        let names = backend.names();
         for turn in 1..=unit.max_turns {
             if infra_error.is_some() {
                 break;
             }
             n_turns = turn;
             let cx = comp.context(&lock(&state), &messages);
+            // What is counted is what is sent: a provider that refuses some of FIM
+            // One's names gets others ([`crate::names`]), and those are counted.
+            let map = names.and_then(|r| crate::names::NameMap::of(&cx, &r));
+            let sent = map.as_ref().map(|m| m.apply(&cx));
+            let counted = sent.as_ref().unwrap_or(&cx);
             let mut entered = Vec::new();
             // A tool's text and tokens: from the unit when it is one of the mode's
             // fixed tools (rendered and counted once per run; `request_tools`, the one
@@ -182,9 +189,9 @@ impl Episode<'_> {
                     Layer::System,
                     "system prompt",
                     ledger.system,
-                    Some(cx.system.clone()),
+                    Some(counted.system.clone()),
                 ));
-                for t in cx.tools.iter() {
+                for t in counted.tools.iter() {
                     let (n, text) = tool_text(t);
                     ledger.tool_defs += n;
                     entered.push(Entry::new(
@@ -201,7 +208,11 @@ impl Episode<'_> {
                     Some(query.text.clone()),
                 ));
             } else {
-                for t in cx.tools.iter().filter(|t| !seen_tools.contains(&t.name)) {
+                for t in counted
+                    .tools
+                    .iter()
+                    .filter(|t| !seen_tools.contains(&t.name))
+                {
                     let (n, text) = tool_text(t);
                     ledger.fetched += n;
                     entered.push(Entry::new(
@@ -212,21 +223,21 @@ impl Episode<'_> {
                     ));
                 }
             }
-            seen_tools.extend(cx.tools.iter().map(|t| t.name.clone()));
+            seen_tools.extend(counted.tools.iter().map(|t| t.name.clone()));
             // The whole request, as `Counter::context` counts it, with the mode's
             // fixed texts taken from the unit.
             let req = unit.system_tokens
-                + cx.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
-                + cx.messages.iter().map(|m| c.message(m)).sum::<usize>();
+                + counted.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
+                + counted.messages.iter().map(|m| c.message(m)).sum::<usize>();
             if turn == 1 {
                 ledger.first_turn = req;
-                first_tools = cx.tools.iter().map(|t| t.name.clone()).collect();
+                first_tools = counted.tools.iter().map(|t| t.name.clone()).collect();
             }
             let pieces = {
                 let piece = |text: &str, n: usize| (hash_of(text), n);
                 let mut p: Vec<(u64, usize)> = Vec::new();
                 let mut later: Vec<(u64, usize)> = Vec::new();
-                for t in cx.tools.iter() {
+                for t in counted.tools.iter() {
                     let (n, text) = tool_text(t);
                     if in_place && !first_tools.contains(&t.name) {
                         later.push(piece(&text, n));
@@ -237,11 +248,11 @@ impl Episode<'_> {
                 if in_place && !later.is_empty() {
                     let known: usize = joined_at.iter().map(|(_, v)| v.len()).sum();
                     if later.len() > known {
-                        joined_at.push((cx.messages.len(), later[known..].to_vec()));
+                        joined_at.push((counted.messages.len(), later[known..].to_vec()));
                     }
                 }
-                p.push(piece(&cx.system, unit.system_tokens));
-                for (i, m) in cx.messages.iter().enumerate() {
+                p.push(piece(&counted.system, unit.system_tokens));
+                for (i, m) in counted.messages.iter().enumerate() {
                     p.push((hash_value(m), c.message(m)));
                     for (_, defs) in joined_at.iter().filter(|(at, _)| *at == i + 1) {
                         p.extend(defs.iter().copied());
@@ -262,6 +273,12 @@ impl Episode<'_> {
             ledger.peak_context = ledger.peak_context.max(req);
             let answer = match asker.ask(Purpose::Act, &cx).await {
                 Ok(a) => a,
+                // The request was too large for the model: the strategy failed here.
+                Err(ModelError::ContextOverflow { .. }) => {
+                    overflowed = true;
+                    turns.push(TurnRecord::new(turn, req, cx.tools.len(), entered));
+                    break;
+                }
                 Err(e) => {
                     infra_error = Some(e.to_string());
                     turns.push(TurnRecord::new(turn, req, cx.tools.len(), entered));
@@ -278,7 +295,7 @@ impl Episode<'_> {
                 if said.trim().is_empty() && answer.refusal.is_none() {
                     empty += 1;
                 }
-                let offered: Vec<&str> = cx.tools.iter().map(|t| t.name.as_str()).collect();
+                let offered: Vec<&str> = counted.tools.iter().map(|t| t.name.as_str()).collect();
                 if score::is_text_call(said, &offered) {
                     tally.text_calls += 1;
                 }
@@ -293,7 +310,10 @@ impl Episode<'_> {
                 tool_calls: tool_calls.clone(),
                 searches: searches.clone(),
             };
-            let out = c.message(&msg);
+            let out = match &map {
+                Some(m) => c.message(&m.message(&msg)),
+                None => c.message(&msg),
+            };
             ledger.output += out;
             entered.push(Entry::new(Layer::Output, "assistant", out, text.clone()));
             messages.push(msg);
@@ -373,7 +393,7 @@ impl Episode<'_> {
             ledger.billed_input - (cached_total as f64 * discount).round() as usize;
         let final_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
         let Scored {
-            score,
+            mut score,
             mut protocol,
             surfacing,
         } = tally.score(
@@ -394,6 +414,12 @@ impl Episode<'_> {
         protocol.empty_answers = empty;
         protocol.refusals = refusals;
         protocol.truncated = truncs;
+        if overflowed {
+            // The agent never finished: whatever it called before, the query failed.
+            protocol.context_overflow = 1;
+            score.exact = false;
+            score.abstain_ok = score.abstain_ok.map(|_| false);
+        }
         Outcome {
             format: FORMAT_VERSION,
             run_id: self.run_id.to_string(),
@@ -535,7 +561,12 @@ impl Episode<'_> {
 /// refused as it was made (a 4xx other than authentication, or an answer that cannot
 /// be decoded), which another level may avoid.
 fn gives_way(e: &ModelError) -> bool {
-    matches!(e, ModelError::Rejected { .. } | ModelError::Undecodable(_))
+    matches!(
+        e,
+        ModelError::Rejected { .. }
+            | ModelError::Undecodable(_)
+            | ModelError::ContextOverflow { .. }
+    )
 }
 
 /// What the selection requests of one episode add up to.

@@ -329,6 +329,8 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         templates_dir: cfg.templates_dir.clone(),
         sweep: None,
         prompt_cache: None,
+        filter: None,
+        savings_against: None,
     }
 }
 

@@ -21,18 +21,55 @@ use crate::error::{InputError, InputErrors};
 pub use crate::catalog::RESERVED_TOOL_NAMES;
 
 /// Loads every scenario under `paths` (files, or directories whose `*.yaml`, `*.yml`
-/// and `*.json` files are scenarios), reporting all errors together.
+/// and `*.json` files are scenarios), reporting all errors together. A directory's
+/// catalog fragments and MCP dumps are skipped (see [`load_all_noting`]).
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, InputErrors> {
+    load_all_noting(paths).map(|(scenarios, _)| scenarios)
+}
+
+/// Files of a directory that are not scenarios, with what each is.
+pub type Skipped = Vec<(PathBuf, FileKind)>;
+
+/// [`load_all`], with the files of the directories that are not scenarios — catalog
+/// fragments and MCP `tools/list` dumps, which scenarios include — skipped and
+/// returned, so that `run` and `validate` agree on what a directory holds (`import mcp`
+/// writes its dump to the current directory). Such a file named on its own is an error
+/// saying where it belongs.
+pub fn load_all_noting(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Skipped), InputErrors> {
     let mut files = Vec::new();
     let mut errors = Vec::new();
     for p in paths {
         match expand(p) {
-            Ok(mut f) => files.append(&mut f),
+            Ok(f) => files.extend(f.into_iter().map(|f| (f, p.is_dir()))),
             Err(e) => errors.push(e),
         }
     }
     let mut out = Vec::new();
-    for f in &files {
+    let mut skipped = Vec::new();
+    for (f, in_dir) in &files {
+        match kind_of(f) {
+            Ok(FileKind::Scenario) => {}
+            Ok(kind) if *in_dir => {
+                skipped.push((f.clone(), kind));
+                continue;
+            }
+            Ok(kind) => {
+                errors.push(InputError::new(
+                    f,
+                    "",
+                    format!(
+                        "{}, not a scenario: a scenario includes it (`catalog: {{include: [{}]}}`, a path relative to the scenario); `discbench validate` checks it on its own",
+                        kind_name(kind),
+                        f.display()
+                    ),
+                ));
+                continue;
+            }
+            Err(mut e) => {
+                errors.append(&mut e.0);
+                continue;
+            }
+        }
         match load(f) {
             Ok(s) => out.push(s),
             Err(mut e) => errors.append(&mut e.0),
@@ -52,18 +89,40 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Scenario>, InputErrors> {
             ));
         }
     }
-    if files.is_empty() && errors.is_empty() {
+    if out.is_empty() && errors.is_empty() {
         errors.push(InputError::new(
             Path::new(paths.first().map(|p| p.as_path()).unwrap_or(Path::new("."))),
             "",
-            "no scenario files (*.yaml, *.yml, *.json) found",
+            if skipped.is_empty() {
+                "no scenario files (*.yaml, *.yml, *.json) found".to_string()
+            } else {
+                format!(
+                    "no scenario files here, only {} catalog file(s) that scenarios include",
+                    skipped.len()
+                )
+            },
         ));
     }
     if errors.is_empty() {
-        Ok(out)
+        Ok((out, skipped))
     } else {
         Err(InputErrors(errors))
     }
+}
+
+/// What a file kind is, in words.
+pub fn kind_name(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Scenario => "a scenario",
+        FileKind::CatalogFragment => "a catalog fragment",
+        FileKind::McpDump => "an MCP tools/list dump",
+    }
+}
+
+/// The kind of a data file, read from its top-level keys.
+pub fn kind_of(path: &Path) -> Result<FileKind, InputErrors> {
+    let text = read(path)?;
+    sniff(path, &text)
 }
 
 /// The scenario files a path stands for: the file itself, or a directory's

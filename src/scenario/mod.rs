@@ -11,6 +11,7 @@
 
 mod check;
 pub mod expect;
+pub mod filter;
 pub mod gaps;
 pub mod load;
 mod raw;
@@ -19,5 +20,6 @@ pub mod types;
 
 pub use crate::catalog::RESERVED_TOOL_NAMES;
 pub use expect::{Allowed, Compare, Expect, ExpectedCall, Order, Step};
-pub use load::{expand, load, load_all, validate_file};
+pub use filter::QueryFilter;
+pub use load::{expand, kind_name, load, load_all, load_all_noting, validate_file};
 pub use types::{target, Agent, FileKind, Query, Scenario};

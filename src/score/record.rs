@@ -153,13 +153,19 @@ pub struct Protocol {
     /// Answers cut by the output token limit.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub truncated: usize,
+    /// Requests the provider refused for their size (the context window was
+    /// exceeded): the episode ended there, as a failed outcome — the strategy's
+    /// failure, not the infrastructure's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub context_overflow: usize,
 }
 
 impl Protocol {
     /// Protocol errors: unknown targets, bad subcommands, schema violations, calls to
     /// tools not loaded or not surfaced, the refusals strategies define (`defined_error`
     /// says which counters are refusals), and the model's own misbehaviour (empty
-    /// answers, calls written as text, refusals, answers cut by the token limit).
+    /// answers, calls written as text, refusals, answers cut by the token limit,
+    /// requests past the context window).
     pub fn errors_with(&self, defined_error: &dyn Fn(&str) -> bool) -> usize {
         self.unknown_target
             + self.bad_subcommand
@@ -177,6 +183,7 @@ impl Protocol {
             + self.text_calls
             + self.refusals
             + self.truncated
+            + self.context_overflow
     }
 
     /// The counter a strategy defined of this name (0 when it never fired).

@@ -4,4 +4,5 @@
 pub mod cli;
 pub mod provider;
 pub mod scripted;
+pub mod sdk;
 pub mod server;

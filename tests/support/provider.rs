@@ -970,13 +970,12 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                 });
             }
             (_, Some("assistant")) => {
-                let text: String = item["content"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .collect();
-                messages.push(Message::assistant(Some(text), Vec::new()));
+                // An input message: its text as `content` (the output form would need
+                // the item's id, status and annotations).
+                let text = item["content"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("an assistant message's content is text: {item}"));
+                messages.push(Message::assistant(Some(text.to_string()), Vec::new()));
             }
             (_, Some("user")) => messages.push(Message::User {
                 content: item["content"].as_str().unwrap().to_string(),

@@ -69,6 +69,8 @@ pub struct Point {
 struct Line {
     scenario: String,
     mode: String,
+    #[serde(default)]
+    mode_spec: String,
     model: String,
     infra_error: Option<String>,
     score: LineScore,
@@ -112,6 +114,7 @@ pub type Curves = BTreeMap<(String, String, &'static str), BTreeMap<String, Vec<
 /// Reads the sweep outcomes of a run (infra errors left out, as everywhere).
 pub fn curves(outcomes: &Path) -> anyhow::Result<Curves> {
     let mut by: BTreeMap<Key, Values> = BTreeMap::new();
+    let mut labels = crate::record::ModeLabels::default();
     reader::read::<Line>(outcomes, |_, l| {
         let Some((base, size)) = split_point(&l.scenario) else {
             return Ok(());
@@ -119,8 +122,9 @@ pub fn curves(outcomes: &Path) -> anyhow::Result<Curves> {
         if l.infra_error.is_some() {
             return Ok(());
         }
+        let mode = labels.label(&l.mode, &l.mode_spec).to_string();
         let v = by
-            .entry((base.to_string(), l.model, l.mode, size))
+            .entry((base.to_string(), l.model, mode, size))
             .or_default();
         v.exact.push(l.score.exact);
         if let Some(r) = l.surfacing.and_then(|s| s.recall_at_k) {
