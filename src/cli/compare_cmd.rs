@@ -14,14 +14,14 @@ pub fn compare(a: CompareArgs, out: &mut dyn std::io::Write) -> Result<i32, Fail
         compare::load_side(&a.baseline).map_err(|e| Failure::Usage(format!("baseline: {e:#}")))?;
     let cur =
         compare::load_side(&a.current).map_err(|e| Failure::Usage(format!("current: {e:#}")))?;
-    let tolerance = super::report_cmd::max_infra(a.max_infra.as_deref())?;
+    let tolerance = super::config::max_infra(a.max_infra.as_deref())?;
     let mut c = compare::compare(&base, &cur, &thresholds);
     c.infra = infra::judge(
         &cur,
         a.current.is_dir().then_some(a.current.as_path()),
         tolerance,
     )
-    .map_err(super::report_cmd::report_failure)?;
+    .map_err(super::failure::report_failure)?;
     let md = compare::markdown(&c);
     let target = a
         .out

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use super::args::Common;
 use super::failure::Failure;
+use crate::analysis::infra::Tolerance;
+use crate::analysis::{compare, Summary};
 use crate::record::manifest::Settings;
 use crate::runner::DEFAULT_MAX_TURNS;
 use crate::scenario::sweep::{self, SweepSpec};
@@ -14,6 +16,7 @@ use crate::scenario::{self, Scenario};
 use crate::strategy::mode::{Mode, PRESETS};
 use crate::strategy::{Composite, ProtocolConfig, Templates};
 use crate::tokens::{Counter, Encoding};
+use std::path::Path;
 
 /// The default tokenizer.
 pub const DEFAULT_TOKENIZER: &str = "o200k_base";
@@ -290,6 +293,19 @@ pub fn repeat_and_turns(
         ));
     }
     Ok((r, t))
+}
+
+/// `--max-infra`, checked before any work starts (none tolerated without it).
+pub fn max_infra(flag: Option<&str>) -> Result<Tolerance, Failure> {
+    flag.map_or(Ok(Tolerance::default()), |f| {
+        Tolerance::parse(f).map_err(|e| Failure::Usage(format!("--max-infra {e}")))
+    })
+}
+
+/// `--baseline`, read before any work starts.
+pub fn load_baseline(path: Option<&Path>) -> Result<Option<Summary>, Failure> {
+    path.map(|b| compare::load_side(b).map_err(|e| Failure::Usage(format!("--baseline: {e:#}"))))
+        .transpose()
 }
 
 #[cfg(test)]

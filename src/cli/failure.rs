@@ -2,6 +2,7 @@
 
 use crate::error::InputErrors;
 use crate::exit;
+use crate::record::reader;
 
 /// What went wrong, by exit code.
 #[derive(Debug, thiserror::Error)]
@@ -29,4 +30,14 @@ impl Failure {
 /// Output that failed to be written (stdout): the machine's failure.
 pub(crate) fn io(e: std::io::Error) -> Failure {
     Failure::Infra(e.into())
+}
+
+/// A broken outcome file is bad input (exit 2); any other failure while reporting is
+/// the machine's (exit 3).
+pub fn report_failure(e: anyhow::Error) -> Failure {
+    if reader::is_bad_input(&e) {
+        Failure::Usage(format!("{e:#}"))
+    } else {
+        Failure::Infra(e)
+    }
 }

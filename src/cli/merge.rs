@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 use super::args::MergeArgs;
+use super::config::{load_baseline, max_infra};
 use super::failure::{io, Failure};
-use super::report_cmd::{finish_report, load_baseline, max_infra, Finish};
+use super::report_cmd::{finish_report, Finish};
 use crate::analysis::compare;
 use crate::record::manifest::Manifest;
 use crate::record::texts::{self, TextLine};

@@ -14,6 +14,7 @@ mod import_mcp;
 mod merge;
 mod report_cmd;
 mod run;
+mod run_setup;
 mod score_bfcl;
 mod serve;
 mod tokens;

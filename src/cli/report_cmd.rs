@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::args::ReportArgs;
-use super::failure::{io, Failure};
+use super::config::{load_baseline, max_infra};
+use super::failure::{io, report_failure, Failure};
 use crate::analysis::infra::{self, InfraVerdict, Tolerance};
 use crate::analysis::{self, compare, Summary};
 use crate::exit;
-use crate::record::reader;
 use crate::report::{self, table};
 
 pub fn report(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
@@ -39,13 +39,6 @@ pub fn report(a: ReportArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
     Ok(code)
 }
 
-/// `--max-infra`, checked before any work starts (none tolerated without it).
-pub fn max_infra(flag: Option<&str>) -> Result<Tolerance, Failure> {
-    flag.map_or(Ok(Tolerance::default()), |f| {
-        Tolerance::parse(f).map_err(|e| Failure::Usage(format!("--max-infra {e}")))
-    })
-}
-
 /// How a run's reports are finished: the mode savings are measured against (`None`:
 /// what its run.json names, else `legacy`), and what it is judged by — the baseline
 /// and its thresholds, and how many infra errors it may hold (`None`: not judged).
@@ -54,12 +47,6 @@ pub struct Finish<'a> {
     pub baseline: Option<&'a Summary>,
     pub thresholds: &'a BTreeMap<String, f64>,
     pub infra: Option<Tolerance>,
-}
-
-/// `--baseline`, read before any work starts.
-pub fn load_baseline(path: Option<&Path>) -> Result<Option<Summary>, Failure> {
-    path.map(|b| compare::load_side(b).map_err(|e| Failure::Usage(format!("--baseline: {e:#}"))))
-        .transpose()
 }
 
 /// Aggregates a run directory, writes every report file, prints the summary table
@@ -139,16 +126,6 @@ pub fn say_infra(i: &InfraVerdict, dir: &Path) {
         );
     } else {
         eprintln!("discbench: tolerated: {}", i.message());
-    }
-}
-
-/// A broken outcome file is bad input (exit 2); any other failure while reporting is
-/// the machine's (exit 3).
-pub fn report_failure(e: anyhow::Error) -> Failure {
-    if reader::is_bad_input(&e) {
-        Failure::Usage(format!("{e:#}"))
-    } else {
-        Failure::Infra(e)
     }
 }
 
