@@ -47,7 +47,9 @@
 //! - `bfcl` converts the Berkeley Function Calling Leaderboard's data into scenarios
 //!   and judges outputs in its result format with `score`.
 //! - `score` judges an episode's calls against its query's expectation.
-//! - `strategy` renders a catalog under a mode and answers the model's calls.
+//! - `strategy` renders a catalog under a mode and answers the model's calls; its
+//!   families (`fim`, `mcp_pd`, `search`, `code`, one folder each) import no other
+//!   family and meet in its composite.
 //! - `scenario` loads and validates the scenario format; it knows catalogs, the
 //!   disclosure vocabulary and the databases it checks reference SQL on, no strategy.
 //! - `environment` is the world calls act on: fixture responses and seeded SQLite.

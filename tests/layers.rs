@@ -11,7 +11,9 @@
 //! every floor and is not checked.
 //!
 //! Beyond the floors, some modules keep apart from one below them ([`APART`]): the
-//! scorer imports nothing from the strategies.
+//! scorer imports nothing from the strategies. And inside `strategy/`, the families —
+//! its folders but the composite — import no other family: they meet only in the
+//! composite, which stacks them, and in `defined`, which lists their events.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -346,6 +348,28 @@ fn violations(root: &Path) -> Vec<String> {
             }
         }
     }
+    // Strategy families keep apart from each other.
+    let families: BTreeSet<&str> = modules
+        .keys()
+        .filter(|p| p.len() == 2 && p[0] == "strategy" && p[1] != "composite")
+        .filter(|p| modules.keys().any(|q| q.len() == 3 && q[..2] == p[..]))
+        .map(|p| p[1].as_str())
+        .collect();
+    let family = |m: &[String]| -> Option<String> {
+        (m.len() >= 2 && m[0] == "strategy" && families.contains(m[1].as_str()))
+            .then(|| m[1].clone())
+    };
+    for i in &all {
+        let from = module_of(&i.file);
+        if let (Some(a), Some(b)) = (family(&from), family(&i.target)) {
+            if a != b {
+                out.push(format!(
+                    "{}: `{}` imports the strategy family `{b}` from the family `{a}` (families meet only in the composite)",
+                    i.file, i.written
+                ));
+            }
+        }
+    }
     // File by file: no cycle, so no two files import each other.
     let mut edges: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     for i in &all {
@@ -548,5 +572,42 @@ fn the_scorer_importing_a_strategy_is_named() {
             "src/score.rs: `crate::strategy::TOOL_SEARCH` imports `strategy`, which `score` keeps apart from"
         ),
         "{v:?}"
+    );
+}
+
+#[test]
+fn one_strategy_family_importing_another_is_named() {
+    let lib = "//! # Floors\n//!\n//! ```text\n//! strategy\n//! ```\n\npub mod strategy;\n";
+    let dir = tree(&[
+        ("src/lib.rs", lib),
+        (
+            "src/strategy/mod.rs",
+            "pub mod composite;\npub mod shared;\npub mod one;\npub mod two;\n",
+        ),
+        ("src/strategy/shared.rs", "pub struct S;\n"),
+        (
+            "src/strategy/composite/mod.rs",
+            "pub mod build;\n",
+        ),
+        (
+            "src/strategy/composite/build.rs",
+            "pub fn b() { let _ = crate::strategy::one::x::X; let _ = crate::strategy::two::y::Y; }\n",
+        ),
+        ("src/strategy/one/mod.rs", "pub mod x;\n"),
+        (
+            "src/strategy/one/x.rs",
+            "pub struct X;\npub fn f() { let _ = crate::strategy::shared::S; }\n",
+        ),
+        ("src/strategy/two/mod.rs", "pub mod y;\n"),
+        (
+            "src/strategy/two/y.rs",
+            "pub struct Y;\npub fn g() { let _ = crate::strategy::one::x::X; }\n",
+        ),
+    ]);
+    let v = violations(dir.path());
+    assert_eq!(
+        v,
+        ["src/strategy/two/y.rs: `crate::strategy::one::x::X` imports the strategy family `one` from the family `two` (families meet only in the composite)"],
+        "the composite and the shared vocabulary may be reached from anywhere"
     );
 }

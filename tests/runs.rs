@@ -463,7 +463,8 @@ fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
 fn a_run_written_before_strategy_events_reads_unchanged() {
     use discbench::events::ProtocolError;
     use discbench::record::Outcome;
-    use discbench::strategy::{mcp_resource, pool};
+    use discbench::strategy::mcp_pd::mcp_resource;
+    use discbench::strategy::pool;
     let committed = Path::new("fixtures/runs/pre-events");
     let mut outcomes: Vec<Outcome> = Vec::new();
     discbench::record::reader::read(&committed.join("outcomes.jsonl"), |_, o: Outcome| {

@@ -11,9 +11,8 @@ use discbench::model;
 use discbench::record::Outcome;
 use discbench::runner::{self, Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
-use discbench::strategy::{
-    mcp_resource, Composite, Effect, Mode, ProtocolConfig, ProtocolError, Templates,
-};
+use discbench::strategy::mcp_pd::mcp_resource;
+use discbench::strategy::{Composite, Effect, Mode, ProtocolConfig, ProtocolError, Templates};
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::ToolCall;
 use serde_json::{json, Value};

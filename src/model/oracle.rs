@@ -9,8 +9,9 @@ use super::backend::{Answer, Backend, GroundTruth, ModelError, Purpose, Request,
 use super::mock::fill_required;
 use crate::catalog::Address;
 use crate::scenario::expect::ExpectedCall;
-use crate::strategy::code_api::RUN_CODE;
-use crate::strategy::{code_files, code_mode, pool, Composite};
+use crate::strategy::code::code_api::RUN_CODE;
+use crate::strategy::code::{code_files, code_mode};
+use crate::strategy::{pool, Composite};
 use crate::wire::{Response, ToolCall};
 
 /// Tools the oracle calls once per target still needing them, in one turn.
@@ -195,7 +196,7 @@ impl OracleSession {
                     return Response::call(calls);
                 }
                 // Under mcp-resource, one read for every tool still to be read.
-                if tool == crate::strategy::mcp_resource::READ_RESOURCE {
+                if tool == crate::strategy::mcp_pd::mcp_resource::READ_RESOURCE {
                     let mut names: Vec<String> = Vec::new();
                     for later in &targets[k..] {
                         let route = protocol.route(later, &oracle_args(later, protocol), &state);
@@ -212,7 +213,7 @@ impl OracleSession {
                     }
                     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                     a = json!({
-                        "resource_uri": crate::strategy::mcp_resource::McpResource::uri_for(&refs)
+                        "resource_uri": crate::strategy::mcp_pd::mcp_resource::McpResource::uri_for(&refs)
                     });
                 }
                 self.calls += 1;

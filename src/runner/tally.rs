@@ -11,7 +11,7 @@ use crate::record::{Entry, Layer};
 use crate::scenario::{Query, Scenario};
 use crate::score::surfacing::{self, Event, Surfacing};
 use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
-use crate::strategy::code_api;
+use crate::strategy::code::code_api;
 use crate::strategy::results::Budget;
 use crate::strategy::{Composite, Effect, ProtocolError, State};
 use crate::tokens::{Counter, Ledger};

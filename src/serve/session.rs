@@ -20,7 +20,7 @@ use super::record::UnscoredSession;
 use super::Served;
 use crate::record::{Entry, Layer, Outcome, TurnRecord, FORMAT_VERSION};
 use crate::runner::tally::{Scored, Tally};
-use crate::strategy::mcp_resource::{READ_RESOURCE, URI};
+use crate::strategy::mcp_pd::mcp_resource::{READ_RESOURCE, URI};
 use crate::strategy::{Effect, ProtocolError, State};
 use crate::tokens::Ledger;
 use crate::wire::{ToolCall, ToolDef};

@@ -3,10 +3,10 @@
 //! as a protocol error. A new strategy declares its [`EventKind`]s in its own file and
 //! adds them here; `tests::every_strategys_events_are_listed` checks both ways.
 
-use super::code_api::{CODE_ERRORS, PROGRAMS};
-use super::code_files::FILES_READ;
-use super::code_mode::API_SEARCHES;
-use super::mcp_resource::{DESCRIPTION_REQUIRED, MISSING_TOOL_SELECTION, RESOURCE_READS};
+use super::code::code_api::{CODE_ERRORS, PROGRAMS};
+use super::code::code_files::FILES_READ;
+use super::code::code_mode::API_SEARCHES;
+use super::mcp_pd::mcp_resource::{DESCRIPTION_REQUIRED, MISSING_TOOL_SELECTION, RESOURCE_READS};
 use super::pool::{NATIVE_MALFORMED, SEARCHES};
 use super::protocol::EventKind;
 

@@ -7,33 +7,40 @@
 //! [`Composite`] stacks the strategies of a mode, adds built-in tools, and runs the
 //! selection step with `request_tools`. Each strategy keeps its own episode state and
 //! names the events it counts ([`protocol`]); [`defined`] lists every such event.
+//!
+//! The strategies come in families, one folder each, and one family never imports
+//! another: they meet only in the composite (which stacks them) and in [`defined`]
+//! (which lists their events).
+//!
+//! - [`fim`]: FIM One's per-kind strategies (progressive, legacy and inline for
+//!   skills, connectors, databases and MCP servers) and its built-in tools;
+//! - [`mcp_pd`]: the MCP Progressive Disclosure extension's resource strategy;
+//! - [`search`]: tool search and retrieval, which hold tools back in a pool;
+//! - [`code`]: code mode and code files, the catalog as an API programs call.
+//!
+//! The shared vocabulary stays here, at the top: the protocol ([`protocol`]), modes
+//! ([`mode`]), settings ([`config`]), prompt templates ([`templates`]), executing a
+//! call on the environment ([`execute`]), the selection step FIM One runs in every
+//! preset ([`selection`]), result shaping ([`results`]), the pool's helpers several
+//! families use ([`pool`]), and the composite.
 
+// The shared vocabulary: what every family speaks and where they meet.
 pub mod composite;
 pub mod config;
 pub mod defined;
 pub mod execute;
 pub mod mode;
+pub mod pool;
 pub mod protocol;
+pub mod results;
+pub mod selection;
 pub mod templates;
 
-mod builtins;
-pub mod code_api;
-pub mod code_files;
-pub mod code_mode;
-mod connectors_legacy;
-mod connectors_progressive;
-mod databases_legacy;
-mod databases_progressive;
-mod mcp_legacy;
-mod mcp_progressive;
-pub mod mcp_resource;
-pub mod pool;
-pub mod results;
-mod retrieval;
-pub mod selection;
-mod skills_inline;
-mod skills_progressive;
-mod tool_search;
+// The families: each folder one kind of disclosure and the real system it reproduces.
+pub mod code;
+pub mod fim;
+pub mod mcp_pd;
+pub mod search;
 
 pub use composite::Composite;
 pub use config::{Cut, ProtocolConfig, ResultLimits, SelectionConfig, UnloadedCalls};

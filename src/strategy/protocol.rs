@@ -46,6 +46,17 @@ pub struct Rendered {
     pub tools: Vec<ToolDef>,
 }
 
+impl Rendered {
+    /// Tool definitions and no system-prompt section (every legacy, built-in and
+    /// held-back list).
+    pub fn tools(tools: Vec<ToolDef>) -> Rendered {
+        Rendered {
+            section: String::new(),
+            tools,
+        }
+    }
+}
+
 /// What the model has been shown and done so far in one episode.
 #[derive(Debug, Clone, Default)]
 pub struct State {
@@ -384,4 +395,33 @@ pub(crate) fn arg_str<'v>(args: &'v Value, key: &str, tool: &str) -> Result<&'v 
                 format!("`{tool}` needs a string `{key}`"),
             )
         })
+}
+
+/// A progressive meta-tool's two leading arguments: its `subcommand` and the container
+/// it names (`connector`, `database`, `server`), or the protocol error of the first one
+/// missing.
+#[allow(clippy::result_large_err)]
+pub(crate) fn meta_args<'v>(
+    args: &'v Value,
+    container: &str,
+    tool: &str,
+) -> Result<(&'v str, &'v str), Resolution> {
+    match (
+        arg_str(args, "subcommand", tool),
+        arg_str(args, container, tool),
+    ) {
+        (Ok(s), Ok(n)) => Ok((s, n)),
+        (Err(r), _) | (_, Err(r)) => Err(r),
+    }
+}
+
+/// The answer to a progressive meta-tool naming a container that does not exist: an
+/// unknown target, and a malformed call when the subcommand would have acted
+/// (`execute`, `query`, `call`) rather than looked (`discover`, `list_tables`).
+pub(crate) fn no_container(what: &str, name: &str, valid_names: String, acted: bool) -> Resolution {
+    Resolution::error(
+        ProtocolError::UnknownTarget,
+        format!("no {what} `{name}`; {valid_names}"),
+    )
+    .malformed_if(acted)
 }

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::execute::execute;
-use super::protocol::{Effect, Env, EventKind, ProgramCall, Resolution, State};
 use crate::catalog::{query_schema, Address, Catalog, Kind};
 use crate::sandbox::{self, Limits};
+use crate::strategy::execute::execute;
+use crate::strategy::protocol::{Effect, Env, EventKind, ProgramCall, Resolution, State};
 
 /// The tool that runs a program.
 pub const RUN_CODE: &str = "run_code";

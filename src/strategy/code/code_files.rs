@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 
 use super::code_api::{CodeApi, CODE_ERRORS, PROGRAMS, RUN_CODE};
 use super::code_mode::{group_stubs, run_code_tool};
-use super::pool::first_sentence;
-use super::protocol::{
-    arg_str, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
-};
-use super::templates::{TemplateError, Templates};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
+use crate::strategy::pool::first_sentence;
+use crate::strategy::protocol::{
+    arg_str, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
+};
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 /// The tool that lists a folder.

@@ -11,14 +11,14 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::code_api::{CodeApi, CODE_ERRORS, PROGRAMS, RUN_CODE};
-use super::pool::MAX_QUERY;
-use super::protocol::{
-    arg_str, Effect, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
-};
-use super::templates::{TemplateError, Templates};
 use crate::bm25;
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
+use crate::strategy::pool::MAX_QUERY;
+use crate::strategy::protocol::{
+    arg_str, Effect, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
+};
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 /// The tool that searches the API.
@@ -73,7 +73,7 @@ pub fn group_stubs(api: &CodeApi) -> Vec<Value> {
         .map(|(name, description)| {
             json!({
                 "name": name,
-                "description": super::pool::first_sentence(description),
+                "description": crate::strategy::pool::first_sentence(description),
                 "functions": api.in_group(name).count(),
             })
         })

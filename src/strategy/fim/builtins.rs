@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use super::execute::execute;
-use super::protocol::{Env, Rendered, Resolution, State, Strategy};
 use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
+use crate::strategy::execute::execute;
+use crate::strategy::protocol::{Env, Rendered, Resolution, State, Strategy};
 use crate::wire::ToolDef;
 
 pub struct Builtins {
@@ -25,10 +25,7 @@ impl Builtins {
             })
             .collect();
         Builtins {
-            rendered: Rendered {
-                section: String::new(),
-                tools,
-            },
+            rendered: Rendered::tools(tools),
         }
     }
 }

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::databases_progressive::or_name;
-use super::execute::execute;
-use super::protocol::{
-    arg_str, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
-};
-use super::results::{join_marked, pretty};
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{safe_name, Address, Catalog, Connector};
 use crate::scenario::ExpectedCall;
+use crate::strategy::execute::execute;
+use crate::strategy::protocol::{
+    arg_str, meta_args, no_container, parameters_arg, valid, Env, ProtocolError, Rendered,
+    Resolution, State, Strategy,
+};
+use crate::strategy::results::{join_marked, pretty};
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 pub const CONNECTOR: &str = "connector";
@@ -115,6 +116,8 @@ fn discover_text(conn: &Connector, shown_as: &str) -> (String, Vec<usize>) {
 }
 
 impl Strategy for ConnectorsProgressive {
+    // owns, order, render and shown_up_front look alike in the three progressive
+    // meta-tools but say different things: which kind, and where FIM One registers it.
     fn owns(&self, address: &Address) -> bool {
         matches!(address, Address::Connector(..))
     }
@@ -132,24 +135,19 @@ impl Strategy for ConnectorsProgressive {
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
-        let (sub, name) = match (
-            arg_str(args, "subcommand", tool),
-            arg_str(args, "connector", tool),
-        ) {
-            (Ok(s), Ok(n)) => (s, n),
-            (Err(r), _) | (_, Err(r)) => return r,
+        let (sub, name) = match meta_args(args, "connector", tool) {
+            Ok(x) => x,
+            Err(r) => return r,
         };
         let Some(conn) = self.by_name(name) else {
             // An `execute` of a connector that does not exist is a call made; a
             // `discover` of one is a look.
-            return Resolution::error(
-                ProtocolError::UnknownTarget,
-                format!(
-                    "no connector `{name}`; {}",
-                    valid("connectors", &self.names)
-                ),
-            )
-            .malformed_if(sub == "execute");
+            return no_container(
+                "connector",
+                name,
+                valid("connectors", &self.names),
+                sub == "execute",
+            );
         };
         match sub {
             "discover" if conn.actions.is_empty() => Resolution::fetched(

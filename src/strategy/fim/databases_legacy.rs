@@ -10,12 +10,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use super::databases_progressive::{list_tables, preview, unknown_table};
-use super::execute::execute;
-use super::protocol::{arg_str, Env, Rendered, Resolution, State, Strategy};
-use super::results::pretty;
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{query_schema, Address, Catalog, Database, Table};
 use crate::scenario::ExpectedCall;
+use crate::strategy::execute::execute;
+use crate::strategy::protocol::{arg_str, Env, Rendered, Resolution, State, Strategy};
+use crate::strategy::results::pretty;
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 /// Tables and columns per table in the query tool's schema.
@@ -173,10 +173,7 @@ impl DatabasesLegacy {
         }
         Ok(DatabasesLegacy {
             catalog: catalog.clone(),
-            rendered: Rendered {
-                section: String::new(),
-                tools,
-            },
+            rendered: Rendered::tools(tools),
             by_tool,
             query_tool,
         })

@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::execute::execute;
-use super::protocol::{
-    arg_str, parameters_arg, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
-};
-use super::results::{join_marked, pretty};
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
+use crate::strategy::execute::execute;
+use crate::strategy::protocol::{
+    arg_str, meta_args, no_container, parameters_arg, valid, Env, ProtocolError, Rendered,
+    Resolution, State, Strategy,
+};
+use crate::strategy::results::{join_marked, pretty};
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 pub const MCP: &str = "mcp";
@@ -94,6 +95,8 @@ fn discover_text(server: &crate::catalog::McpServer) -> (String, Vec<usize>) {
 }
 
 impl Strategy for McpProgressive {
+    // owns, order, render and shown_up_front look alike in the three progressive
+    // meta-tools but say different things: which kind, and where FIM One registers it.
     fn owns(&self, address: &Address) -> bool {
         matches!(address, Address::Mcp(..))
     }
@@ -111,24 +114,19 @@ impl Strategy for McpProgressive {
     }
 
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution {
-        let (sub, name) = match (
-            arg_str(args, "subcommand", tool),
-            arg_str(args, "server", tool),
-        ) {
-            (Ok(s), Ok(n)) => (s, n),
-            (Err(r), _) | (_, Err(r)) => return r,
+        let (sub, name) = match meta_args(args, "server", tool) {
+            Ok(x) => x,
+            Err(r) => return r,
         };
         let Some(server) = self.catalog.mcp_server(name) else {
             // A `call` on a server that does not exist is a call made; a `discover` of
             // one is a look.
-            return Resolution::error(
-                ProtocolError::UnknownTarget,
-                format!(
-                    "no MCP server `{name}`; {}",
-                    valid("servers", self.catalog.mcp_servers.iter().map(|s| &s.name))
-                ),
-            )
-            .malformed_if(sub == "call");
+            return no_container(
+                "MCP server",
+                name,
+                valid("servers", self.catalog.mcp_servers.iter().map(|s| &s.name)),
+                sub == "call",
+            );
         };
         match sub {
             "discover" if server.tools.is_empty() => {

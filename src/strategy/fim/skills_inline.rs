@@ -2,10 +2,10 @@
 
 use serde_json::{json, Value};
 
-use super::protocol::{Env, Rendered, Resolution, State, Strategy};
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
+use crate::strategy::protocol::{Env, Rendered, Resolution, State, Strategy};
+use crate::strategy::templates::{TemplateError, Templates};
 
 pub struct SkillsInline {
     names: Vec<String>,

@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::protocol::{arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy};
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog};
 use crate::scenario::ExpectedCall;
+use crate::strategy::protocol::{
+    arg_str, valid, Env, ProtocolError, Rendered, Resolution, State, Strategy,
+};
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 pub const READ_SKILL: &str = "read_skill";

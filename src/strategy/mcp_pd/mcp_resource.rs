@@ -12,15 +12,15 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{json, Map, Value};
 
-use super::execute::execute;
-use super::pool::first_sentence;
-use super::protocol::{
-    arg_str, Effect, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
-};
-use super::results::pretty;
-use super::templates::{TemplateError, Templates};
 use crate::catalog::{Address, Catalog, McpTool};
 use crate::scenario::ExpectedCall;
+use crate::strategy::execute::execute;
+use crate::strategy::pool::first_sentence;
+use crate::strategy::protocol::{
+    arg_str, Effect, Env, EventKind, ProtocolError, Rendered, Resolution, State, Strategy,
+};
+use crate::strategy::results::pretty;
+use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
 /// The tool that reads resources.

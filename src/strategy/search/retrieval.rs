@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
-use super::pool::{Pool, SEARCHES, TOOL_SEARCH};
-use super::protocol::{Env, EventKind, Rendered, Resolution, Retrieved, State, Strategy};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
+use crate::strategy::pool::{Pool, SEARCHES, TOOL_SEARCH};
+use crate::strategy::protocol::{Env, EventKind, Rendered, Resolution, Retrieved, State, Strategy};
 
 pub struct Retrieval {
     pool: Pool,
@@ -27,10 +27,7 @@ impl Retrieval {
             tools.push(pool.search_tool().clone());
         }
         Retrieval {
-            rendered: Rendered {
-                section: String::new(),
-                tools,
-            },
+            rendered: Rendered::tools(tools),
             pool,
             k,
             fallback,

@@ -7,10 +7,10 @@
 
 use serde_json::Value;
 
-use super::pool::{Pool, NATIVE_MALFORMED, SEARCHES, TOOL_SEARCH};
-use super::protocol::{Env, EventKind, Rendered, Resolution, State, Strategy};
 use crate::catalog::Address;
 use crate::scenario::ExpectedCall;
+use crate::strategy::pool::{Pool, NATIVE_MALFORMED, SEARCHES, TOOL_SEARCH};
+use crate::strategy::protocol::{Env, EventKind, Rendered, Resolution, State, Strategy};
 
 pub struct ToolSearch {
     pool: Pool,
@@ -22,10 +22,7 @@ impl ToolSearch {
         let mut tools = pool.tools().to_vec();
         tools.push(pool.search_tool().clone());
         ToolSearch {
-            rendered: Rendered {
-                section: String::new(),
-                tools,
-            },
+            rendered: Rendered::tools(tools),
             pool,
         }
     }
