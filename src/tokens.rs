@@ -175,7 +175,7 @@ impl Counter {
 pub struct Ledger {
     /// System prompt text, stubs included.
     pub system: usize,
-    /// Tool definitions present from the first turn.
+    /// Tool definitions present from the first request.
     pub tool_defs: usize,
     /// Schemas and skill texts that entered later through meta-tools (and tool
     /// definitions loaded by `request_tools`).
@@ -187,7 +187,8 @@ pub struct Ledger {
     /// The selection step's request and answer (zero when it did not run).
     pub selection: usize,
     /// The whole first request: system + tool_defs + the query.
-    pub first_turn: usize,
+    #[serde(alias = "first_turn")]
+    pub first_request: usize,
     /// Sum over requests of everything sent (the selection request included).
     pub billed_input: usize,
     /// The largest single request.

@@ -312,12 +312,12 @@ fn a_change_that_costs_tokens_fails_the_step() {
     );
     let regressed = rows(&run.summary, "regressed");
     for mode_model in [("legacy", "oracle"), ("legacy", "lexical")] {
-        let first_turn = (
+        let first_request = (
             mode_model.0.into(),
             mode_model.1.into(),
-            "first_turn".into(),
+            "first_request".into(),
         );
-        assert!(regressed.contains(&first_turn), "{}", run.context());
+        assert!(regressed.contains(&first_request), "{}", run.context());
     }
     // The wordier description costs tokens and no answer.
     assert!(
@@ -366,13 +366,13 @@ fn a_change_that_costs_tokens_fails_the_step() {
 fn a_change_that_saves_tokens_passes() {
     let repo = repository("improved", LEDGER_SHORTER, Some(&recorded().baseline));
     // More arguments, split on white space, go before the scenarios.
-    let extra = ("DISCBENCH_ARGS", " --jobs 1\n--max-turns   8 ");
+    let extra = ("DISCBENCH_ARGS", " --jobs 1\n--max-requests   8 ");
     let run = gate(
         &repo,
         &[("DISCBENCH_BASELINE", "baselines/summary.json"), extra],
     );
     assert_eq!(run.code, 0, "{}", run.context());
-    let line = "--baseline baselines/summary.json --jobs 1 --max-turns 8 -- scenarios\n";
+    let line = "--baseline baselines/summary.json --jobs 1 --max-requests 8 -- scenarios\n";
     assert!(run.stdout.contains(line), "{}", run.context());
     assert_eq!(run.output("verdict"), "ok");
     assert!(run.summary.contains(": no regression"), "{}", run.context());
@@ -382,8 +382,8 @@ fn a_change_that_saves_tokens_passes() {
         run.context()
     );
     let improved = rows(&run.summary, "improved");
-    let first_turn = ("legacy".into(), "oracle".into(), "first_turn".into());
-    assert!(improved.contains(&first_turn), "{}", run.context());
+    let first_request = ("legacy".into(), "oracle".into(), "first_request".into());
+    assert!(improved.contains(&first_request), "{}", run.context());
     assert!(!run.stdout.contains("::error"), "{}", run.context());
 }
 
@@ -922,7 +922,12 @@ fn every_completion_script_names_every_command() {
             );
         }
         // A flag only one command has, and one of a nested command.
-        for flag in ["max-turns", "open", "near-duplicates", "protocol-version"] {
+        for flag in [
+            "max-requests",
+            "open",
+            "near-duplicates",
+            "protocol-version",
+        ] {
             assert!(script.contains(flag), "{shell} does not complete --{flag}");
         }
         if ["bash", "zsh", "fish"].contains(&shell) {

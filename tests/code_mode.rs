@@ -185,7 +185,7 @@ fn a_programs_calls_are_scored_as_any_calls() {
     assert!(!inner.blind, "its declaration was searched first");
     // What the program printed is the tool result the model reads.
     let printed = o
-        .turns
+        .requests
         .iter()
         .flat_map(|t| &t.entered)
         .find(|e| e.what.starts_with("run_code("))

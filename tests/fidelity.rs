@@ -443,7 +443,7 @@ fn an_empty_answer_keeps_every_tool_and_the_shortcut_asks_no_model() {
     let sel = o.selection.as_ref().unwrap();
     assert_eq!((sel.requests, sel.selected.as_ref()), (1, None));
     assert_eq!(
-        o.turns[0].tools_visible,
+        o.requests[0].tools_visible,
         comp.all_tools().len(),
         "every tool, no request_tools"
     );

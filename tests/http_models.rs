@@ -171,7 +171,7 @@ fn openai_tool_calls_parallel_calls_usage_and_misbehaviour() {
     ok(&r);
     let strip = |v: &Value| {
         let mut v = v.clone();
-        for t in v["turns"].as_array_mut().unwrap() {
+        for t in v["requests"].as_array_mut().unwrap() {
             t.as_object_mut().unwrap().remove("latency_ms");
         }
         v
@@ -216,7 +216,7 @@ fn openai_tool_calls_parallel_calls_usage_and_misbehaviour() {
         "the raw text is kept"
     );
     // Provider usage is kept per request beside discbench's own count.
-    let t = &by_query(&os, "refund")["turns"][0];
+    let t = &by_query(&os, "refund")["requests"][0];
     assert_eq!(
         t["usage"],
         json!({"input": 321, "output": 12, "cached_input": 100})
@@ -324,7 +324,7 @@ fn anthropic_tool_use_and_tool_results() {
     let refund = by_query(&os, "refund");
     assert_eq!(refund["score"]["exact"], json!(true), "{refund}");
     assert_eq!(
-        refund["turns"][0]["usage"],
+        refund["requests"][0]["usage"],
         // Anthropic reports reads apart from the uncached rest: the input is their sum.
         json!({"input": 450, "output": 20, "cached_input": 50})
     );
@@ -850,7 +850,7 @@ fn empty_answers_text_calls_refusals_and_truncation_are_protocol_errors() {
     );
     assert_eq!(p("thanks", "truncated"), 1);
     assert_eq!(
-        by_query(&os, "thanks")["turns"][0]["truncated"],
+        by_query(&os, "thanks")["requests"][0]["truncated"],
         json!(true)
     );
     assert!(
@@ -921,7 +921,7 @@ fn usage_beside_the_count_cost_and_a_spending_limit_that_leaves_the_run_resumabl
             .unwrap(),
     )
     .unwrap();
-    let requests = first["turns"].as_array().unwrap().len() as f64;
+    let requests = first["requests"].as_array().unwrap().len() as f64;
     let want = requests * (221.0 * 1000.0 + 100.0 * 500.0 + 12.0 * 1000.0) / 1e6;
     assert!((first["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9);
     assert_eq!(

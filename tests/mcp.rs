@@ -1270,11 +1270,11 @@ fn sessions_tied_to_no_query_are_recorded_unscored() {
         let t = &s["tokens"];
         let listing = t["system"].as_u64().unwrap() + t["tool_defs"].as_u64().unwrap();
         assert!(t["tool_defs"].as_u64().unwrap() > 100, "{t}");
-        assert_eq!(t["first_turn"].as_u64().unwrap(), listing, "{t}");
+        assert_eq!(t["first_request"].as_u64().unwrap(), listing, "{t}");
         // Two calls: two requests, each of everything disclosed before it.
         assert!(t["billed_input"].as_u64().unwrap() > 2 * listing, "{t}");
         assert!(t["results"].as_u64().unwrap() > 0, "{t}");
-        assert_eq!(s["turns"].as_array().unwrap().len(), 2, "{s}");
+        assert_eq!(s["requests"].as_array().unwrap().len(), 2, "{s}");
     }
     for layer in ["system", "tool_defs", "results"] {
         assert_eq!(

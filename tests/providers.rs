@@ -168,7 +168,7 @@ fn anthropic_requests_carry_breakpoints_and_the_measured_cache_equals_the_predic
     let mut expected_cost = 0.0;
     for o in &os {
         assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
-        for t in o["turns"].as_array().unwrap() {
+        for t in o["requests"].as_array().unwrap() {
             let u = &t["usage"];
             assert_eq!(
                 u["cached_input"].as_u64().unwrap(),
@@ -272,12 +272,12 @@ fn the_provider_rules_discbench_does_not_predict_show_in_the_measure() {
     let os = outcomes(&tmp.path().join("x"));
     let first_reads = os
         .iter()
-        .filter(|o| o["turns"][0]["usage"]["cached_input"].as_u64().unwrap() > 0)
+        .filter(|o| o["requests"][0]["usage"]["cached_input"].as_u64().unwrap() > 0)
         .count();
     assert!(first_reads >= os.len() - 1, "{first_reads} of {}", os.len());
     assert!(os
         .iter()
-        .all(|o| o["turns"][0]["cached_prefix"].as_u64().unwrap_or(0) == 0));
+        .all(|o| o["requests"][0]["cached_prefix"].as_u64().unwrap_or(0) == 0));
     let seen = server.seen.lock().unwrap().clone();
     assert!(seen
         .iter()
@@ -459,7 +459,7 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
     let mut rounded = 0;
     for o in &os {
         assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
-        for t in o["turns"].as_array().unwrap() {
+        for t in o["requests"].as_array().unwrap() {
             let predicted = t["cached_prefix"].as_u64().unwrap_or(0);
             let request = t["request_tokens"].as_u64().unwrap();
             let read = t["usage"]["cached_input"].as_u64().unwrap();
@@ -1012,7 +1012,7 @@ fn chat_completions_bodies_validate_and_answer_exact() {
 
 /// Names past a provider's limit or outside its characters are sent as names it
 /// accepts, read back as the catalog's, and counted as sent: the run is exact, and
-/// its first-turn tokens are those of the wire names (mock models, which see FIM
+/// its first-request tokens are those of the wire names (mock models, which see FIM
 /// One's names, count those instead).
 #[test]
 fn names_a_provider_refuses_are_mapped_both_ways_and_counted_as_sent() {

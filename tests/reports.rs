@@ -117,7 +117,7 @@ fn aggregates_agree_with_a_direct_count() {
         assert_eq!(g["exact"]["k"].as_u64().unwrap(), exact, "{g}");
         let mut ft: Vec<f64> = mine
             .iter()
-            .map(|o| o["tokens"]["first_turn"].as_f64().unwrap())
+            .map(|o| o["tokens"]["first_request"].as_f64().unwrap())
             .collect();
         ft.sort_by(f64::total_cmp);
         let median = if ft.len() % 2 == 1 {
@@ -126,7 +126,7 @@ fn aggregates_agree_with_a_direct_count() {
             (ft[ft.len() / 2 - 1] + ft[ft.len() / 2]) / 2.0
         };
         assert_eq!(
-            g["tokens"]["first_turn"]["median"].as_f64().unwrap(),
+            g["tokens"]["first_request"]["median"].as_f64().unwrap(),
             median,
             "{g}"
         );
@@ -174,7 +174,7 @@ fn aggregates_agree_with_a_direct_count() {
     }
     // Savings against legacy: legacy itself saves nothing.
     let legacy = groups.iter().find(|g| g["mode"] == "legacy").unwrap();
-    assert_eq!(legacy["savings_first_turn"].as_f64(), Some(0.0));
+    assert_eq!(legacy["savings_first_request"].as_f64(), Some(0.0));
     // One McNemar pair per model and pair of modes (6 presets: 15 pairs).
     assert_eq!(summary["pairs"].as_array().unwrap().len(), 2 * 15);
 }
@@ -242,7 +242,7 @@ fn compare_fails_on_the_regressed_fixture_and_names_metric_and_query() {
     let text = stdout(&o);
     assert!(text.contains("| regressed | tiny | progressive | oracle | exact | 100.0% | 75.0% | -25.0 pp | 1.0 pp |"), "{text}");
     assert!(
-        text.contains("| regressed | tiny | progressive | oracle | first_turn |"),
+        text.contains("| regressed | tiny | progressive | oracle | first_request |"),
         "{text}"
     );
     assert!(
@@ -338,7 +338,7 @@ fn compare_passes_within_noise_and_on_improvement() {
         ])
         .args([
             "--threshold",
-            "exact=30,f1=30,first_call_correct=30,first_turn=60,billed_input=60",
+            "exact=30,f1=30,first_call_correct=30,first_request=60,billed_input=60",
         ])
         .output()
         .unwrap();
@@ -563,9 +563,9 @@ fn the_explorer_holds_every_outcome_and_its_drill_down() {
             o.tokens.billed_input
         );
         let turns = det["t"].as_array().unwrap();
-        assert_eq!(turns.len(), o.turns.len(), "{}", o.key());
-        for (t, want) in turns.iter().zip(&o.turns) {
-            assert_eq!(t[0].as_u64().unwrap() as usize, want.turn);
+        assert_eq!(turns.len(), o.requests.len(), "{}", o.key());
+        for (t, want) in turns.iter().zip(&o.requests) {
+            assert_eq!(t[0].as_u64().unwrap() as usize, want.request);
             assert_eq!(t[1].as_u64().unwrap() as usize, want.request_tokens);
             let entered = t[4].as_array().unwrap();
             assert_eq!(
@@ -573,7 +573,7 @@ fn the_explorer_holds_every_outcome_and_its_drill_down() {
                 want.entered.len(),
                 "{} turn {}",
                 o.key(),
-                want.turn
+                want.request
             );
             for (e, w) in entered.iter().zip(&want.entered) {
                 assert_eq!(s(&e[1]), Some(w.what.as_str()));
@@ -807,7 +807,10 @@ fn html_report_of_8100_outcomes_is_light_and_drills_down_in_headless_chromium() 
             c.tool
         );
     }
-    assert_eq!(detail.matches("class=\"turn\"").count(), want.turns.len());
+    assert_eq!(
+        detail.matches("class=\"request\"").count(),
+        want.requests.len()
+    );
     let log = String::from_utf8_lossy(&o.stderr);
     let console_errors: Vec<&str> = log
         .lines()
@@ -955,4 +958,34 @@ fn a_programs_calls_point_to_it_in_the_drill_down() {
         }
     }
     assert!(inner >= 3, "the oracle's programs made {inner} calls");
+}
+
+/// A baseline written before format 4 (its layer `first_turn`, rate `hit_max_turns`,
+/// `savings_first_turn`) compares against today's run as it was meant, metric for
+/// metric, and a threshold under the old name `first_turn` is the one of
+/// `first_request`: the summary.json other repositories committed keeps gating.
+#[test]
+fn a_baseline_in_the_old_words_still_gates() {
+    let old = read(Path::new("fixtures/compare/format3/summary.json"));
+    assert!(old.contains("\"first_turn\"") && old.contains("\"hit_max_turns\""));
+    let o = bin()
+        .args(["compare", "fixtures/compare/format3/summary.json"])
+        .args(["fixtures/compare/baseline", "--out", "/dev/null"])
+        .args(["--threshold", "first_turn=0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains("0 regressed, 0 improved, 72 within noise"),
+        "{text}"
+    );
+    // Against the regressed run, the old baseline names the regression in new words.
+    let o = bin()
+        .args(["compare", "fixtures/compare/format3/summary.json"])
+        .args(["fixtures/compare/regressed", "--out", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("| regressed | tiny | progressive | oracle | first_request |"));
 }

@@ -132,7 +132,7 @@ fn a_resumed_run_equals_an_uninterrupted_one() {
         let store = discbench::record::texts::TextStore::load(&dir).unwrap();
         for l in read(&dir.join("outcomes.jsonl")).lines() {
             let o: discbench::record::Outcome = serde_json::from_str(l).unwrap();
-            for e in o.turns.iter().flat_map(|t| &t.entered) {
+            for e in o.requests.iter().flat_map(|t| &t.entered) {
                 if let Some(h) = &e.text_ref {
                     assert!(store.get(h).is_some(), "{name}: {h} unresolved");
                 }
@@ -420,7 +420,7 @@ fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
         modes: PRESETS.iter().map(|p| Mode::preset(p).unwrap()).collect(),
         models: vec!["oracle".into(), "lexical".into()],
         repeat: 1,
-        max_turns: 10,
+        max_requests: 10,
         protocol: ProtocolConfig::default(),
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,
@@ -508,15 +508,23 @@ fn a_run_written_before_strategy_events_reads_unchanged() {
         std::fs::copy(committed.join(f), dir.path().join(f)).unwrap();
     }
     ok(&bin().arg("report").arg(dir.path()).output().unwrap());
+    // Written before outcome format 4: a model request was a "turn" then; the words
+    // moved, no figure did.
+    let in_new_words = |text: String| {
+        text.replace("first_turn", "first_request")
+            .replace("hit_max_turns", "hit_max_requests")
+            .replace("first-turn", "first-request")
+            .replace("first turn", "first request")
+    };
     assert_eq!(
         read(&dir.path().join("summary.md")),
-        read(&committed.join("summary.md")),
+        in_new_words(read(&committed.join("summary.md"))),
         "summary.md differs from the one written with the run"
     );
-    let json = |p: &Path| serde_json::from_str::<serde_json::Value>(&read(p)).unwrap();
+    let json = |text: String| serde_json::from_str::<serde_json::Value>(&text).unwrap();
     holds_every_figure_of(
-        &json(&committed.join("summary.json")),
-        &json(&dir.path().join("summary.json")),
+        &json(in_new_words(read(&committed.join("summary.json")))),
+        &json(read(&dir.path().join("summary.json"))),
         "summary.json",
     );
     // The CSV: every column the run wrote, row for row, under the same header; any
@@ -527,10 +535,13 @@ fn a_run_written_before_strategy_events_reads_unchanged() {
             .map(|l| l.split(',').map(str::to_string).collect())
             .collect()
     };
-    let (old, new) = (
+    let (mut old, new) = (
         csv(&committed.join("summary.csv")),
         csv(&dir.path().join("summary.csv")),
     );
+    for name in &mut old[0] {
+        *name = in_new_words(name.clone());
+    }
     assert_eq!(old.len(), new.len());
     for (c, name) in old[0].iter().enumerate() {
         let at = new[0].iter().position(|n| n == name).expect(name);
@@ -718,7 +729,7 @@ fn savings_are_read_against_a_chosen_reference_and_against_every_tool() {
             .unwrap()
             .clone()
     };
-    let median = |g: &serde_json::Value| g["tokens"]["first_turn"]["median"].as_f64().unwrap();
+    let median = |g: &serde_json::Value| g["tokens"]["first_request"]["median"].as_f64().unwrap();
     let p = group(&s, "progressive");
     let (legacy, all) = (
         median(&group(&s, "legacy")),
@@ -726,16 +737,16 @@ fn savings_are_read_against_a_chosen_reference_and_against_every_tool() {
     );
     let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
     assert!(close(
-        p["savings_first_turn"].as_f64().unwrap(),
+        p["savings_first_request"].as_f64().unwrap(),
         1.0 - median(&p) / legacy
     ));
     assert!(close(
-        p["savings_all_tools"]["first_turn"].as_f64().unwrap(),
+        p["savings_all_tools"]["first_request"].as_f64().unwrap(),
         1.0 - median(&p) / all
     ));
     // Against itself, as legacy's own row against legacy: no change.
     assert_eq!(
-        group(&s, "all-tools")["savings_all_tools"]["first_turn"],
+        group(&s, "all-tools")["savings_all_tools"]["first_request"],
         0.0
     );
     let table = String::from_utf8_lossy(&o.stdout);
@@ -748,7 +759,7 @@ fn savings_are_read_against_a_chosen_reference_and_against_every_tool() {
         .lines()
         .next()
         .unwrap()
-        .contains("savings_all_tools_first_turn"));
+        .contains("savings_all_tools_first_request"));
 
     // Re-rendered against all-tools.
     let o = bin()
@@ -762,14 +773,14 @@ fn savings_are_read_against_a_chosen_reference_and_against_every_tool() {
     assert_eq!(s["savings_reference"], "all-tools");
     let p = group(&s, "progressive");
     assert!(close(
-        p["savings_first_turn"].as_f64().unwrap(),
+        p["savings_first_request"].as_f64().unwrap(),
         1.0 - median(&p) / all
     ));
     assert!(
         p.get("savings_all_tools").is_none(),
         "the reference already"
     );
-    assert!(read(&dir.join("summary.md")).contains("vs all-tools (first turn)"));
+    assert!(read(&dir.join("summary.md")).contains("vs all-tools (first request)"));
 
     // A run names its reference, which must be one of its modes.
     let o = bin()

@@ -51,7 +51,7 @@ fn plan(sc: &Scenario, mode: &str, model_name: &str, counter: &Counter) -> Plan 
         modes: vec![Mode::parse(mode).unwrap()],
         models: vec![model_name.into()],
         repeat: 1,
-        max_turns: 10,
+        max_requests: 10,
         protocol: ProtocolConfig::default(),
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,
@@ -97,7 +97,7 @@ fn oracle_is_exact_on_every_query_under_every_new_strategy() {
                     && o.score.schema_valid != Some(false)
                     && o.protocol_errors() == 0
                     && blind_only_where_cut(&o)
-                    && !o.protocol.hit_max_turns;
+                    && !o.protocol.hit_max_requests;
                 if !ok {
                     failures.push(format!(
                         "{}/{mode}/{}: {:?} {:?}",
@@ -136,7 +136,7 @@ fn definitions_the_result_budget_cuts_are_not_shown() {
         modes: vec![Mode::parse("progressive").unwrap()],
         models: vec!["oracle".into()],
         repeat: 1,
-        max_turns: 10,
+        max_requests: 10,
         protocol: ProtocolConfig::default(),
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,
@@ -420,19 +420,19 @@ fn the_cacheable_prefix_survives_appends_and_breaks_where_the_tool_list_changes(
     let q = query(&sc, "issue");
     // Progressive: the second request extends the first, which is cached whole.
     let o = episode(&sc, "progressive", "oracle", q);
-    assert!(o.turns.len() >= 2);
-    assert_eq!(o.turns[1].cached_prefix, o.turns[0].request_tokens);
+    assert!(o.requests.len() >= 2);
+    assert_eq!(o.requests[1].cached_prefix, o.requests[0].request_tokens);
     // Tool search appending what it finds: the definitions count after the result
     // that surfaced them, so the prefix survives.
     let o = episode(&sc, "tool-search", "oracle", q);
     assert_eq!(o.protocol.count("searches"), 1);
-    assert_eq!(o.turns[1].cached_prefix, o.turns[0].request_tokens);
+    assert_eq!(o.requests[1].cached_prefix, o.requests[0].request_tokens);
     // Sorted into the tool list: the prefix breaks at the first tool inserted.
     let o = episode(&sc, "tool-search,placement=sorted", "oracle", q);
-    assert!(o.turns[1].cached_prefix < o.turns[0].request_tokens);
+    assert!(o.requests[1].cached_prefix < o.requests[0].request_tokens);
     assert_eq!(
         o.tokens.cached_prefix,
-        o.turns.iter().map(|t| t.cached_prefix).sum::<usize>()
+        o.requests.iter().map(|t| t.cached_prefix).sum::<usize>()
     );
     // Billed with the cached prefix at 10% of the input price (the default discount).
     let want = o.tokens.billed_input - (o.tokens.cached_prefix as f64 * 0.9).round() as usize;

@@ -67,7 +67,7 @@ fn plan_for(
         modes: vec![mode.clone()],
         models: vec![model_name.into()],
         repeat: 1,
-        max_turns: 10,
+        max_requests: 10,
         protocol: selection,
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,
@@ -115,7 +115,7 @@ fn oracle_is_exact_on_every_query_under_every_preset() {
                     && o.score.schema_valid != Some(false)
                     && o.protocol_errors() == 0
                     && blind_only_where_cut(&o)
-                    && !o.protocol.hit_max_turns;
+                    && !o.protocol.hit_max_requests;
                 if !ok {
                     failures.push(format!(
                         "{}/{}/{}: {:?} {:?}",
@@ -157,7 +157,10 @@ fn request_tools_engages_on_the_large_scenario() {
             // empty answer, for a query that needs none, keeps every tool).
             assert_eq!(
                 sel.selected.is_some(),
-                o.turns[0].entered.iter().any(|e| e.what == "request_tools"),
+                o.requests[0]
+                    .entered
+                    .iter()
+                    .any(|e| e.what == "request_tools"),
                 "{}",
                 q.id
             );
@@ -184,7 +187,7 @@ fn ledger_adds_up_to_the_recounted_requests() {
     for preset in ["progressive", "legacy", "inline"] {
         let o = episode(&sc, &Mode::preset(preset).unwrap(), "oracle", 0, &counter);
         let t = &o.tokens;
-        let per_turn: usize = o.turns.iter().map(|t| t.request_tokens).sum();
+        let per_turn: usize = o.requests.iter().map(|t| t.request_tokens).sum();
         let selection_request = o
             .selection
             .as_ref()
@@ -194,20 +197,20 @@ fn ledger_adds_up_to_the_recounted_requests() {
             per_turn + selection_request,
             "{preset}: billed = every request sent"
         );
-        assert_eq!(t.first_turn, o.turns[0].request_tokens);
-        let entered: usize = o.turns[0]
+        assert_eq!(t.first_request, o.requests[0].request_tokens);
+        let entered: usize = o.requests[0]
             .entered
             .iter()
             .filter(|e| matches!(e.layer.as_str(), "system" | "tool_defs" | "query"))
             .map(|e| e.tokens)
             .sum();
         assert_eq!(
-            entered, t.first_turn,
+            entered, t.first_request,
             "{preset}: the first request is system + tools + query"
         );
         assert_eq!(
             t.peak_context,
-            o.turns
+            o.requests
                 .iter()
                 .map(|t| t.request_tokens)
                 .max()
@@ -215,7 +218,7 @@ fn ledger_adds_up_to_the_recounted_requests() {
                 .max(selection_request)
         );
         // Each request re-sends all before it: request k+1 = request k + what turn k added.
-        for w in o.turns.windows(2) {
+        for w in o.requests.windows(2) {
             let added: usize = w[0]
                 .entered
                 .iter()
@@ -232,7 +235,7 @@ fn ledger_adds_up_to_the_recounted_requests() {
                 w[1].request_tokens,
                 w[0].request_tokens + added,
                 "{preset}: turn {}",
-                w[1].turn
+                w[1].request
             );
         }
     }
@@ -583,7 +586,7 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     for col in [
         "exact",
         "F1",
-        "first-turn tok",
+        "first-request tok",
         "billed in",
         "vs legacy",
         "proto err",
@@ -593,7 +596,7 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
     let lines = std::fs::read_to_string(dir.path().join("r1/outcomes.jsonl")).unwrap();
     // 4 queries × 6 presets × 2 models.
     assert_eq!(lines.lines().count(), 48);
-    // Shared texts (system prompts, first-turn tool definitions) are in texts.jsonl
+    // Shared texts (system prompts, first-request tool definitions) are in texts.jsonl
     // once each, and every outcome refers to them by hash, whatever order episodes
     // finished in: the text behind each reference is exactly what was counted.
     let texts = TextStore::load(&dir.path().join("r1")).unwrap();
@@ -609,10 +612,10 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
         let o: Outcome = serde_json::from_str(l).unwrap();
         assert_eq!(o.run_id, "r1");
         assert_eq!(o.format, discbench::record::FORMAT_VERSION);
-        let first = &o.turns[0].entered;
+        let first = &o.requests[0].entered;
         let system = first.iter().find(|e| e.layer == Layer::System).unwrap();
-        // Format 3: the first turn's tool definitions are one stored list of entries.
-        let list = o.turns[0].tool_defs_ref.as_ref().expect("a tool list");
+        // Format 3: the first request's tool definitions are one stored list of entries.
+        let list = o.requests[0].tool_defs_ref.as_ref().expect("a tool list");
         referenced.insert(list.clone());
         let listed: Vec<discbench::record::Entry> =
             serde_json::from_str(texts.get(list).expect("the list resolves")).unwrap();
@@ -633,7 +636,7 @@ fn cli_run_writes_one_line_per_outcome_and_a_table() {
         // Every other stored text (fetched content, results, later tool lists, a long
         // expectation) resolves too.
         referenced.extend(o.expected_ref.iter().cloned());
-        for t in &o.turns {
+        for t in &o.requests {
             referenced.extend(t.tool_defs_ref.iter().cloned());
             if let Some(list) = t.tool_defs_ref.as_ref().and_then(|h| texts.get(h)) {
                 let listed: Vec<discbench::record::Entry> = serde_json::from_str(list).unwrap();
@@ -842,10 +845,10 @@ fn a_query_without_sql_is_an_executed_call_with_a_schema_violation_in_both_modes
     }
 }
 
-/// The number: on enterprise-hub, progressive's first-turn context is at most
+/// The number: on enterprise-hub, progressive's first-request context is at most
 /// 25% of legacy's (the README reports the measured share).
 #[test]
-fn progressive_first_turn_is_at_most_a_quarter_of_legacy_on_enterprise_hub() {
+fn progressive_first_request_is_at_most_a_quarter_of_legacy_on_enterprise_hub() {
     let counter = Counter::new(Encoding::O200kBase);
     let hub = suite()
         .into_iter()
@@ -857,7 +860,7 @@ fn progressive_first_turn_is_at_most_a_quarter_of_legacy_on_enterprise_hub() {
             .map(|q| {
                 episode(&hub, &mode, "oracle", q, &counter)
                     .tokens
-                    .first_turn
+                    .first_request
             })
             .sum();
         total as f64 / hub.queries.len() as f64

@@ -212,7 +212,7 @@ fn the_oracle_reaches_every_expectation_at_every_size() {
             modes: vec![Mode::parse(mode).unwrap()],
             models: vec!["oracle".into()],
             repeat: 1,
-            max_turns: 10,
+            max_requests: 10,
             protocol: ProtocolConfig::default(),
             templates: Arc::new(Templates::builtin()),
             templates_dir: None,
@@ -311,7 +311,7 @@ fn a_sweep_is_one_run_that_resumes_shards_merges_and_draws_its_curves() {
     assert!(manifest.contains("\"sweep\"") && manifest.contains("\"seed\": 9"));
     let html = std::fs::read_to_string(full.join("index.html")).unwrap();
     assert!(html.contains("Catalog-size sweep"));
-    for metric in ["exact", "recall", "first-turn", "billed"] {
+    for metric in ["exact", "recall", "first-request", "billed"] {
         let f = full.join(format!("plots/sweep-tiny-oracle-{metric}.svg"));
         assert!(f.is_file(), "{}", f.display());
     }

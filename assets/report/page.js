@@ -86,7 +86,7 @@
     var d=pt.dataset,svg=pt.ownerSVGElement;
     var h='<b>'+esc(d.mode)+' \u00b7 '+esc(d.model)+'</b><br>exact match '+pct(+d.exact)+' ['+pct(+d.lo)+', '+pct(+d.hi)+'] (95% CI)'+
       '<br>billed input '+fmt(whole(+d.billed))+' tokens (median; p95 '+fmt(whole(+d.p95))+')'+
-      '<br>first turn '+fmt(whole(+d.first))+' tokens \u00b7 n '+d.n+(+d.infra?' (+'+d.infra+' infra errors)':'')+
+      '<br>first request '+fmt(whole(+d.first))+' tokens \u00b7 n '+d.n+(+d.infra?' (+'+d.infra+' infra errors)':'')+
       (d.front==='1'?'<br>best trade-off for '+esc(d.model)+': no other mode is both cheaper and as accurate':'');
     var same=Array.prototype.filter.call(svg.querySelectorAll('.pt'),function(o){return o!==pt&&o.dataset.billed===d.billed&&o.dataset.exact===d.exact;});
     if(same.length)h+='<br>same point: '+same.map(function(o){return esc(o.dataset.mode+' \u00b7 '+o.dataset.model);}).join(', ');
@@ -172,8 +172,8 @@
     ['repeat',true,function(i){return D.cols.r[i];}],
     ['exact',true,function(i){return D.cols.x[i];}],
     ['F1',true,function(i){return D.cols.f[i];}],
-    ['turns',true,function(i){return D.cols.tu[i];}],
-    ['first-turn tok',true,function(i){return D.cols.ft[i];}],
+    ['requests',true,function(i){return D.cols.tu[i];}],
+    ['first-request tok',true,function(i){return D.cols.ft[i];}],
     ['billed in',true,function(i){return D.cols.bi[i];}],
     ['protocol errors',true,function(i){return D.cols.pe[i];}]
   ];
@@ -238,10 +238,10 @@
     h+='<p class=facts><b>'+esc(key(i))+'</b> — '+esc(qq[2])+'</p>';
     h+='<p class=facts>expected: <code>'+esc(d.w.length?d.w.map(str).join(', '):'(no call)')+'</code><br>made: <code>'+esc(d.p.length?d.p.map(str).join(', '):'(no call)')+'</code><br>exact '+mark(d.x)+' · F1 '+(d.f/1000).toFixed(2)+' · args '+mark(d.a)+' · schema '+mark(d.s)+' · forbidden hit '+(d.h?'<span class=no>yes</span>':'no')+' · protocol errors '+d.pe+'</p>';
     var l=d.l;
-    h+='<p class=facts>tokens: system '+fmt(l[0])+' · tool definitions '+fmt(l[1])+' · fetched '+fmt(l[2])+' · results '+fmt(l[3])+' · output '+fmt(l[4])+' · selection '+fmt(l[5])+' · first turn '+fmt(l[6])+' · <span class=billed>billed input '+fmt(l[7])+'</span> · peak '+fmt(l[8])+' · billed, prefix cached '+fmt(l[9])+'</p>';
+    h+='<p class=facts>tokens: system '+fmt(l[0])+' · tool definitions '+fmt(l[1])+' · fetched '+fmt(l[2])+' · results '+fmt(l[3])+' · output '+fmt(l[4])+' · selection '+fmt(l[5])+' · first request '+fmt(l[6])+' · <span class=billed>billed input '+fmt(l[7])+'</span> · peak '+fmt(l[8])+' · billed, prefix cached '+fmt(l[9])+'</p>';
     if(d.sel){var s=d.sel;h+='<p class=facts>selection step ('+s[0]+' tools, '+fmt(s[1])+' tokens, '+(s[2]?'keyword shortcut, no model call':s[3]+' model request(s)')+'): '+esc(s[4]>=0?'kept '+str(s[4]):'no usable or an empty answer, all tools kept')+'</p>';}
     d.t.forEach(function(t){
-      h+='<details class=turn><summary>turn '+t[0]+' — request '+fmt(t[1])+' tokens, '+t[2]+' tools visible'+(t[3]?', '+fmt(t[3])+' cacheable':'')+'</summary><table><thead><tr><th class=l>layer</th><th class=l>what</th><th>tokens</th></tr></thead><tbody>';
+      h+='<details class=request><summary>request '+t[0]+' — '+fmt(t[1])+' tokens, '+t[2]+' tools visible'+(t[3]?', '+fmt(t[3])+' cacheable':'')+'</summary><table><thead><tr><th class=l>layer</th><th class=l>what</th><th>tokens</th></tr></thead><tbody>';
       var defs=[];
       t[4].forEach(function(e){
         if(isDef(e)){defs.push(e);}
@@ -251,13 +251,13 @@
       h+='</tbody></table>';
       var withText=defs.filter(function(e){return e[3]>=0;});
       if(withText.length){var tok=0;defs.forEach(function(e){tok+=e[2];});
-        h+='<details><summary>tool definitions that entered in turn '+t[0]+' ('+defs.length+' tools, '+fmt(tok)+' tokens)</summary>';
+        h+='<details><summary>tool definitions that entered in request '+t[0]+' ('+defs.length+' tools, '+fmt(tok)+' tokens)</summary>';
         withText.forEach(function(e){h+='<details><summary><code>'+esc(str(e[1]).replace(/^tool definition /,''))+'</code> ('+fmt(e[2])+' tokens)</summary><pre>'+esc(str(e[3]))+'</pre></details>';});
         h+='</details>';}
       h+='</details>';
     });
     if(d.c.length){
-      h+='<table class=calls><thead><tr><th>turn</th><th class=l>call</th><th class=l>effect</th><th class=l>address</th><th class=l>note</th></tr></thead><tbody>';
+      h+='<table class=calls><thead><tr><th>request</th><th class=l>call</th><th class=l>effect</th><th class=l>address</th><th class=l>note</th></tr></thead><tbody>';
       d.c.forEach(function(c,j){
         var cell='<code>'+esc(str(c[1]))+'('+esc(str(c[2]))+')</code>';
         // A program (code mode): its text, numbered; each call it made points back to it.
@@ -375,7 +375,7 @@
         var dt=cell&&cell.querySelector('.dt');
         if(!dt){errs.push('the drill-down did not render');return;}
         out.setAttribute('data-drilled',dt.getAttribute('data-key'));
-        if(dt.querySelectorAll('details.turn').length!==D.cols.tu[i0]&&D.cols.x[i0]!==2)errs.push('the drill-down shows '+dt.querySelectorAll('details.turn').length+' turns, the row says '+D.cols.tu[i0]);
+        if(dt.querySelectorAll('details.request').length!==D.cols.tu[i0]&&D.cols.x[i0]!==2)errs.push('the drill-down shows '+dt.querySelectorAll('details.request').length+' requests, the row says '+D.cols.tu[i0]);
       });
     });
   }

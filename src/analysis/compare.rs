@@ -94,11 +94,11 @@ pub const METRICS: [Metric; 14] = [
         get: |g| Some(g.protocol_error.rate),
     },
     Metric {
-        name: "first_turn",
+        name: "first_request",
         unit: Unit::Pct,
         higher_is_better: false,
         default_threshold: 2.0,
-        get: |g| Some(g.tokens["first_turn"].median),
+        get: |g| Some(g.tokens["first_request"].median),
     },
     Metric {
         name: "billed_input",
@@ -254,7 +254,11 @@ pub fn thresholds(overrides: &[String]) -> Result<BTreeMap<String, f64>, String>
         let (k, v) = o
             .split_once('=')
             .ok_or_else(|| format!("`{o}`: use metric=value, e.g. exact=2"))?;
-        let k = k.trim();
+        // `first_turn` is the old name of `first_request` (workflows still write it).
+        let k = match k.trim() {
+            "first_turn" => "first_request",
+            k => k,
+        };
         if !t.contains_key(k) {
             return Err(format!(
                 "unknown metric `{k}`; metrics: {}",
@@ -303,8 +307,10 @@ pub fn load_side(path: &Path) -> anyhow::Result<Summary> {
     };
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a discbench summary.json", file.display()))
+    let mut summary: Summary = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a discbench summary.json", file.display()))?;
+    summary.upgrade();
+    Ok(summary)
 }
 
 /// Judges `current` against `baseline`.
@@ -648,9 +654,9 @@ mod tests {
 
     #[test]
     fn thresholds_parse_and_reject_unknown_metrics() {
-        let t = thresholds(&["exact=2.5,first_turn=5%".into()]).unwrap();
+        let t = thresholds(&["exact=2.5,first_request=5%".into()]).unwrap();
         assert_eq!(t["exact"], 2.5);
-        assert_eq!(t["first_turn"], 5.0);
+        assert_eq!(t["first_request"], 5.0);
         assert_eq!(t["billed_input"], 2.0);
         assert!(thresholds(&["speed=1".into()])
             .unwrap_err()

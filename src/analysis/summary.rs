@@ -24,7 +24,7 @@ pub fn protocol_rates() -> Vec<&'static str> {
         "unloaded_calls",
         "repeat_call",
         "overfetch",
-        "hit_max_turns",
+        "hit_max_requests",
         "empty_answers",
         "text_calls",
         "refusals",
@@ -46,7 +46,7 @@ pub const LAYERS: [&str; 11] = [
     "results",
     "output",
     "selection",
-    "first_turn",
+    "first_request",
     "billed_input",
     "peak_context",
     "cached_prefix",
@@ -86,10 +86,11 @@ pub struct Group {
     pub recall: f64,
     pub f1: f64,
     pub tokens: BTreeMap<String, Stat>,
-    /// `1 - median(first_turn) / median(first_turn of the reference)`, same scenario
+    /// `1 - median(first_request) / median(first_request of the reference)`, same scenario
     /// and model; the reference is `legacy` (FIM One's framing) unless the run names
     /// another ([`Summary::savings_reference`]).
-    pub savings_first_turn: Option<f64>,
+    #[serde(alias = "savings_first_turn")]
+    pub savings_first_request: Option<f64>,
     /// The same for billed input tokens.
     pub savings_billed: Option<f64>,
     /// The same two against `all-tools` (every definition in every request, no
@@ -137,7 +138,8 @@ pub struct SurfacingStat {
 /// What a group saves against another mode of its scenario and model, of medians.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Savings {
-    pub first_turn: Option<f64>,
+    #[serde(alias = "first_turn")]
+    pub first_request: Option<f64>,
     pub billed: Option<f64>,
 }
 
@@ -163,7 +165,7 @@ pub struct ProviderUsage {
 }
 
 /// The provider's prompt cache in a group, beside what discbench predicted, summed
-/// over the agent-turn requests that reported cache figures.
+/// over the agent-loop requests that reported cache figures.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CacheStat {
     /// Outcomes with such requests.
@@ -222,7 +224,8 @@ pub struct QueryRow {
     /// was an infra error.
     pub n: u64,
     pub exact: u64,
-    pub first_turn: f64,
+    #[serde(alias = "first_turn")]
+    pub first_request: f64,
     /// Outcomes of this query that were infra errors (not in `n`).
     #[serde(default)]
     pub infra: u64,
@@ -251,7 +254,23 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The mode `savings_first_turn` and `savings_billed` are measured against.
+    /// A summary written before format 4 in today's words: the layer `first_turn` is
+    /// `first_request`, the rate `hit_max_turns` is `hit_max_requests` (a baseline
+    /// committed by an older discbench compares as it was meant).
+    pub fn upgrade(&mut self) {
+        for g in &mut self.groups {
+            if let Some(s) = g.tokens.remove("first_turn") {
+                g.tokens.entry("first_request".into()).or_insert(s);
+            }
+            if let Some(r) = g.protocol_rates.remove("hit_max_turns") {
+                g.protocol_rates
+                    .entry("hit_max_requests".into())
+                    .or_insert(r);
+            }
+        }
+    }
+
+    /// The mode `savings_first_request` and `savings_billed` are measured against.
     pub fn savings_reference(&self) -> &str {
         self.savings_reference
             .as_deref()

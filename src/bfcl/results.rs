@@ -145,7 +145,7 @@ pub fn judge(
                 .map(|s| schema_errors(&s, args))
                 .unwrap_or_default();
             CallRecord {
-                turn: 0,
+                request: 0,
                 tool: name.clone(),
                 arguments: args.to_string(),
                 effect: CallEffect::Executed,

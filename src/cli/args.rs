@@ -146,7 +146,7 @@ pub struct MergeArgs {
     /// Compare the merged run with this baseline; exit 1 on regression.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_request=5`.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
     /// Infra errors (requests that failed after every retry, an environment that
@@ -164,10 +164,10 @@ pub struct ReportArgs {
     /// A baseline run directory or summary.json to compare with.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    /// Per-metric thresholds, e.g. `exact=2,first_request=5` (points for rates, percent for tokens).
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
-    /// Measure savings (first-turn and billed input, of medians) against this mode
+    /// Measure savings (first-request and billed input, of medians) against this mode
     /// instead of `legacy` (FIM One's framing); `all-tools` is always a second
     /// reference when the run holds it.
     #[arg(long, value_name = "MODE")]
@@ -188,7 +188,7 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// Current: a run directory or a summary.json.
     pub current: PathBuf,
-    /// Per-metric thresholds, e.g. `exact=2,first_turn=5` (points for rates, percent for tokens).
+    /// Per-metric thresholds, e.g. `exact=2,first_request=5` (points for rates, percent for tokens).
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
     /// Where to write the verdict as Markdown [default: CURRENT/compare.md when CURRENT is a directory]
@@ -358,9 +358,10 @@ pub struct RunArgs {
     /// Times each query is run per mode and model [default: 1]
     #[arg(long)]
     pub repeat: Option<usize>,
-    /// Agent-loop rounds per query (a scenario's agent.max_turns wins) [default: 10]
-    #[arg(long)]
-    pub max_turns: Option<usize>,
+    /// Model requests per user turn at most: the agent loop's rounds (a scenario's
+    /// agent.max_requests wins; --max-turns is its old name) [default: 10]
+    #[arg(long, alias = "max-turns")]
+    pub max_requests: Option<usize>,
     /// Where run directories are made.
     #[arg(long, default_value = "reports", conflicts_with = "resume")]
     pub out: PathBuf,
@@ -400,10 +401,10 @@ pub struct RunArgs {
     /// Compare the run with this baseline (run directory or summary.json); exit 1 on regression.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_turn=5`.
+    /// Per-metric thresholds for --baseline, e.g. `exact=2,first_request=5`.
     #[arg(long = "threshold", value_name = "METRIC=VALUE")]
     pub thresholds: Vec<String>,
-    /// Measure savings (first-turn and billed input, of medians) against this mode
+    /// Measure savings (first-request and billed input, of medians) against this mode
     /// instead of `legacy` (FIM One's framing); `all-tools` is always a second
     /// reference when the run holds it; recorded in run.json.
     #[arg(long, value_name = "MODE")]

@@ -10,7 +10,7 @@ use super::failure::Failure;
 use crate::analysis::infra::Tolerance;
 use crate::analysis::{compare, Summary};
 use crate::record::manifest::Settings;
-use crate::runner::DEFAULT_MAX_TURNS;
+use crate::runner::DEFAULT_MAX_REQUESTS;
 use crate::scenario::sweep::{self, SweepSpec};
 use crate::scenario::{self, Scenario};
 use crate::strategy::mode::{Mode, PRESETS};
@@ -280,16 +280,16 @@ pub fn resume_common(recorded: &Settings, given: &Common) -> Result<Common, Fail
     })
 }
 
-/// `--repeat` and `--max-turns` with their defaults, checked.
-pub fn repeat_and_turns(
+/// `--repeat` and `--max-requests` with their defaults, checked.
+pub fn repeat_and_requests(
     repeat: Option<usize>,
-    max_turns: Option<usize>,
+    max_requests: Option<usize>,
 ) -> Result<(usize, usize), Failure> {
     let r = repeat.unwrap_or(1);
-    let t = max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+    let t = max_requests.unwrap_or(DEFAULT_MAX_REQUESTS);
     if r == 0 || t == 0 {
         return Err(Failure::Usage(
-            "--repeat and --max-turns must be at least 1".into(),
+            "--repeat and --max-requests must be at least 1".into(),
         ));
     }
     Ok((r, t))

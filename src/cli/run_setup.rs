@@ -261,7 +261,7 @@ fn build(
     run_id: String,
     models: Vec<String>,
     repeat: usize,
-    max_turns: usize,
+    max_requests: usize,
     shard: Option<Shard>,
 ) -> Result<(Arc<Plan>, Manifest, Arc<crate::tokens::Counter>), Failure> {
     let cfg = RunConfig {
@@ -270,7 +270,7 @@ fn build(
         modes: p.modes,
         models,
         repeat,
-        max_turns,
+        max_requests,
         protocol: p.protocol,
         templates: p.templates.clone(),
         templates_dir: p.templates_dir,
@@ -315,7 +315,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
         a.models.clone()
     };
     let (models, backends) = backends(&specs, &a.endpoints)?;
-    let (repeat, max_turns) = config::repeat_and_turns(a.repeat, a.max_turns)?;
+    let (repeat, max_requests) = config::repeat_and_requests(a.repeat, a.max_requests)?;
     let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
     if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {
         return Err(Failure::Usage(format!(
@@ -343,7 +343,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
         }
     }
     let filter = a.common.filter();
-    let (plan, mut manifest, counter) = build(p, run_id, models, repeat, max_turns, shard)?;
+    let (plan, mut manifest, counter) = build(p, run_id, models, repeat, max_requests, shard)?;
     manifest.settings.prompt_cache = recorded_cache(&specs, &a.endpoints)?;
     manifest.settings.filter = (!filter.is_empty()).then_some(filter);
     manifest.settings.savings_against = a
@@ -398,8 +398,8 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<(Ready, Repai
     if a.repeat.is_some_and(|r| r != s.repeat) {
         differs.push(format!("--repeat (the run used {})", s.repeat));
     }
-    if a.max_turns.is_some_and(|t| t != s.max_turns) {
-        differs.push(format!("--max-turns (the run used {})", s.max_turns));
+    if a.max_requests.is_some_and(|t| t != s.max_requests) {
+        differs.push(format!("--max-requests (the run used {})", s.max_requests));
     }
     if a.savings_against.is_some()
         && a.savings_against.as_deref()
@@ -429,7 +429,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<(Ready, Repai
         recorded.run_id.clone(),
         s.models.clone(),
         s.repeat,
-        s.max_turns,
+        s.max_requests,
         recorded.shard,
     )?;
     now.settings.prompt_cache = recorded_cache(specs, &a.endpoints)?;

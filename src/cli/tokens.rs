@@ -73,7 +73,7 @@ pub fn tokens_report(
             let _ = writeln!(
                 s,
                 "({}: its queries have their own scope; the rows below render the whole \
-                 catalog — each query's first turn is in a run's outcomes)",
+                 catalog — each query's first request is in a run's outcomes)",
                 sc.name
             );
         }

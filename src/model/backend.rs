@@ -17,7 +17,7 @@ use super::prices::Prices;
 pub enum Purpose {
     /// The selection step: answer with a JSON array of at most `max` tool names.
     Select { max: usize },
-    /// A turn of the agent loop.
+    /// A request of the agent loop.
     Act,
 }
 

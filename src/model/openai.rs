@@ -3,7 +3,7 @@
 //!
 //! The context becomes `messages` (system first), `tools` (function tools, exactly the
 //! definitions discbench counts), `tool_choice` (`"auto"`, or the forced function of
-//! the selection step) and, for agent turns, `parallel_tool_calls`;
+//! the selection step) and, for agent-loop requests, `parallel_tool_calls`;
 //! temperature, `max_tokens` and seed when set. The answer's text, tool calls (their
 //! `arguments` kept as the raw string the model wrote, valid JSON or not), finish
 //! reason and `usage` (prompt, completion, cached prompt tokens) are read back.

@@ -11,7 +11,7 @@
 //! `recordings.jsonl`) answers from a recording, one backend per recorded model name,
 //! so a replayed run's outcomes carry the same names. It is strict: a request with no
 //! recorded answer is an error naming the work item and where its request differs
-//! from the nearest recorded one (same work item and turn), and the run exits 3.
+//! from the nearest recorded one (same work item and request), and the run exits 3.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -69,7 +69,9 @@ pub struct Line {
     pub hash: String,
     pub key: OutcomeKey,
     /// The request's place in its episode (0 = first).
-    pub turn: usize,
+    /// The request's place in its episode (0 = first); `turn` in lines before format 4.
+    #[serde(alias = "turn")]
+    pub request: usize,
     pub digest: Digest,
     /// Whose tool-name rule the recorded model's requests were sent under (`openai`,
     /// `anthropic`), so that a replay counts the names that were sent; absent for mock
@@ -192,7 +194,7 @@ impl Backend for Recording {
             inner: self.inner.open(key, truth),
             recorder: self.recorder.clone(),
             key: key.clone(),
-            turn: 0,
+            request: 0,
             parameters: self.inner.parameters(),
             names: self.inner.names().map(|r| r.provider.to_string()),
         })
@@ -203,7 +205,7 @@ struct RecordingSession {
     inner: Box<dyn Session>,
     recorder: Arc<Recorder>,
     key: OutcomeKey,
-    turn: usize,
+    request: usize,
     parameters: serde_json::Value,
     names: Option<String>,
 }
@@ -216,7 +218,7 @@ impl Session for RecordingSession {
         let line = Line {
             hash: request_hash(&self.key.model, self.key.repeat, &digest),
             key: self.key.clone(),
-            turn: self.turn,
+            request: self.request,
             digest,
             names: self.names.clone(),
             answer: RecordedAnswer {
@@ -226,7 +228,7 @@ impl Session for RecordingSession {
                 refusal: a.refusal.clone(),
             },
         };
-        self.turn += 1;
+        self.request += 1;
         self.recorder.write(&line).map_err(|e| {
             ModelError::Connection(format!(
                 "cannot write {}: {e}",
@@ -240,7 +242,7 @@ impl Session for RecordingSession {
 /// A recording, loaded for replay.
 pub struct Tape {
     answers: HashMap<String, RecordedAnswer>,
-    /// By work item and turn: the recorded digest (to explain a miss).
+    /// By work item and request: the recorded digest (to explain a miss).
     digests: HashMap<(OutcomeKey, usize), Digest>,
     /// The model names recorded, in first-seen order.
     pub models: Vec<String>,
@@ -281,7 +283,7 @@ impl Tape {
             if let Some(rule) = l.names.as_deref().and_then(crate::names::rule_of) {
                 t.names.insert(l.key.model.clone(), rule);
             }
-            t.digests.insert((l.key.clone(), l.turn), l.digest);
+            t.digests.insert((l.key.clone(), l.request), l.digest);
             t.answers.insert(l.hash, l.answer);
             Ok(())
         })?;
@@ -298,12 +300,12 @@ impl Tape {
     }
 
     /// What differs between `d` and the recorded request of the same work item and
-    /// turn, in words.
-    fn difference(&self, key: &OutcomeKey, turn: usize, d: &Digest) -> String {
-        let Some(r) = self.digests.get(&(key.clone(), turn)) else {
+    /// place, in words.
+    fn difference(&self, key: &OutcomeKey, index: usize, d: &Digest) -> String {
+        let Some(r) = self.digests.get(&(key.clone(), index)) else {
             return format!(
                 "the recording has no request {} of this work item",
-                turn + 1
+                index + 1
             );
         };
         let mut out = Vec::new();
@@ -379,7 +381,7 @@ impl Backend for Replay {
         Box::new(ReplaySession {
             tape: self.tape.clone(),
             key: key.clone(),
-            turn: 0,
+            request: 0,
             parameters: self.parameters.clone(),
         })
     }
@@ -388,7 +390,7 @@ impl Backend for Replay {
 struct ReplaySession {
     tape: Arc<Tape>,
     key: OutcomeKey,
-    turn: usize,
+    request: usize,
     parameters: serde_json::Value,
 }
 
@@ -397,8 +399,8 @@ impl Session for ReplaySession {
     async fn respond(&mut self, request: &Request<'_>) -> Result<Answer, ModelError> {
         let d = digest(request.purpose, request.context, self.parameters.clone());
         let h = request_hash(&self.key.model, self.key.repeat, &d);
-        let turn = self.turn;
-        self.turn += 1;
+        let index = self.request;
+        self.request += 1;
         match self.tape.answers.get(&h) {
             Some(a) => Ok(Answer {
                 response: a.response.clone(),
@@ -410,8 +412,8 @@ impl Session for ReplaySession {
             None => Err(ModelError::Replay(format!(
                 "{MISS} for {} (request {}): {}",
                 self.key,
-                turn + 1,
-                self.tape.difference(&self.key, turn, &d)
+                index + 1,
+                self.tape.difference(&self.key, index, &d)
             ))),
         }
     }

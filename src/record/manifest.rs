@@ -42,7 +42,9 @@ pub struct Settings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub model_specs: Vec<String>,
     pub repeat: usize,
-    pub max_turns: usize,
+    /// Model requests per user turn at most (`max_turns` in runs before format 4).
+    #[serde(alias = "max_turns")]
+    pub max_requests: usize,
     /// The protocol settings: selection threshold and maximum, calls of tools not
     /// loaded, row and result limits, skill stub length. `None` in a run made before
     /// they were recorded (such a run still reports and merges, but cannot resume).
@@ -263,8 +265,11 @@ impl Manifest {
         if a.repeat != b.repeat {
             d.push(format!("repeat: {} now {}", a.repeat, b.repeat));
         }
-        if a.max_turns != b.max_turns {
-            d.push(format!("max turns: {} now {}", a.max_turns, b.max_turns));
+        if a.max_requests != b.max_requests {
+            d.push(format!(
+                "max requests: {} now {}",
+                a.max_requests, b.max_requests
+            ));
         }
         if a.prompt_cache != b.prompt_cache {
             let show = |c: &Option<PromptCache>| match c {

@@ -31,11 +31,13 @@ use crate::tokens::Ledger;
 
 /// The version of the outcome line format this build writes. Lines without a
 /// `format` field are version 1 (before shared texts were stored by hash); version 2
-/// stored system prompts and first-turn tool definitions by hash; version 3 stores
-/// every text longer than [`texts::SHORT`] bytes by hash, the first turn's tool
+/// stored system prompts and first-request tool definitions by hash; version 3 stores
+/// every text longer than [`texts::SHORT`] bytes by hash, the first request's tool
 /// definitions as one shared list, a long expectation by hash, and leaves protocol
-/// counters at zero out. All three read.
-pub const FORMAT_VERSION: u32 = 3;
+/// counters at zero out; version 4 says `request` for one model request where the
+/// earlier ones said `turn` (`requests`, `request`, `first_request`,
+/// `hit_max_requests`), so that a turn is a user's message. All four read.
+pub const FORMAT_VERSION: u32 = 4;
 
 fn format_v1() -> u32 {
     1
@@ -137,7 +139,7 @@ pub struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The content hash of a text stored in `texts.jsonl` (format 2: system prompts
-    /// and first-turn tool definitions; format 3: every text longer than
+    /// and first-request tool definitions; format 3: every text longer than
     /// [`texts::SHORT`]). Resolve it with [`texts::TextStore`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_ref: Option<String>,
@@ -187,7 +189,7 @@ impl Usage {
     }
 }
 
-/// What the provider's prompt cache did in an episode's agent turns, beside what
+/// What the provider's prompt cache did in an episode's agent-loop requests, beside what
 /// discbench predicted it would (the cacheable prefix of each request, from the
 /// ledger): over the requests whose usage reported cache figures. The two are in
 /// different tokenizers (the provider's and discbench's); the docs say where else they
@@ -215,9 +217,11 @@ pub struct CacheMeasure {
 
 /// One round of the agent loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TurnRecord {
-    pub turn: usize,
-    /// Tokens of the whole request of this turn.
+pub struct RequestRecord {
+    /// Its place in the episode, from 1 (`turn` in lines before format 4).
+    #[serde(alias = "turn")]
+    pub request: usize,
+    /// Tokens of the whole request.
     pub request_tokens: usize,
     pub tools_visible: usize,
     pub entered: Vec<Entry>,
@@ -248,7 +252,7 @@ fn is_zero(n: &usize) -> bool {
     *n == 0
 }
 
-impl TurnRecord {
+impl RequestRecord {
     /// A turn without provider usage, latency or truncation (set them after).
     pub fn new(
         turn: usize,
@@ -256,8 +260,8 @@ impl TurnRecord {
         tools_visible: usize,
         entered: Vec<Entry>,
     ) -> Self {
-        TurnRecord {
-            turn,
+        RequestRecord {
+            request: turn,
             request_tokens,
             tools_visible,
             entered,
@@ -321,7 +325,9 @@ pub struct Outcome {
     pub score: Score,
     pub protocol: Protocol,
     pub tokens: Ledger,
-    pub turns: Vec<TurnRecord>,
+    /// Every model request, in order (`turns` in lines before format 4).
+    #[serde(alias = "turns")]
+    pub requests: Vec<RequestRecord>,
     /// An API or environment failure; such outcomes are not counted as wrong answers.
     pub infra_error: Option<String>,
     /// The provider's usage summed over every request of the episode (selection step

@@ -72,7 +72,7 @@ impl TextStore {
                 o.expected_ref = None;
             }
         }
-        for t in &mut o.turns {
+        for t in &mut o.requests {
             if let Some(list) = t.tool_defs_ref.as_ref().and_then(|h| self.get(h)) {
                 if let Ok(entries) = serde_json::from_str::<Vec<super::Entry>>(list) {
                     let at = t.tool_defs_at.min(t.entered.len());
@@ -158,7 +158,7 @@ impl TextSink {
                 o.expected = serde_json::Value::Null;
             }
         }
-        for t in &mut o.turns {
+        for t in &mut o.requests {
             for e in &mut t.entered {
                 if e.text.as_ref().is_some_and(|x| x.len() > SHORT) {
                     let text = e.text.take().expect("checked");

@@ -37,7 +37,7 @@ use serde_json::{json, Value};
 use super::text::step_text;
 use crate::record::manifest::PlanOrder;
 use crate::record::texts::TextStore;
-use crate::record::{reader, Entry, Layer, Outcome, OutcomeKey, TurnRecord};
+use crate::record::{reader, Entry, Layer, Outcome, OutcomeKey, RequestRecord};
 
 /// Characters of one text kept for the drill-down; the rest is counted.
 pub const TEXT_LIMIT: usize = 2000;
@@ -176,13 +176,13 @@ struct Row {
     /// F1 in thousandths.
     f1: u32,
     turns: usize,
-    first_turn: usize,
+    first_request: usize,
     billed_input: usize,
     protocol_errors: usize,
     detail: u32,
 }
 
-/// A scenario × mode's first-turn contexts: its system prompt and, when no
+/// A scenario × mode's first-request contexts: its system prompt and, when no
 /// selection step chose them per query, its tool definitions.
 #[derive(Default)]
 struct Context {
@@ -288,7 +288,7 @@ fn layer_code(l: Layer) -> u8 {
 
 /// The entries of a turn as the record holds them once resolved: its tool
 /// definitions (stored as one list by reference in format 3) put back in place.
-fn entries<'e>(t: &'e TurnRecord, st: &mut Strings) -> Vec<std::borrow::Cow<'e, Entry>> {
+fn entries<'e>(t: &'e RequestRecord, st: &mut Strings) -> Vec<std::borrow::Cow<'e, Entry>> {
     let mut v: Vec<std::borrow::Cow<Entry>> =
         t.entered.iter().map(std::borrow::Cow::Borrowed).collect();
     if let Some(defs) = t.tool_defs_ref.as_deref().and_then(|h| st.defs(h)) {
@@ -323,7 +323,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         ])
     });
     let turns: Vec<Value> = o
-        .turns
+        .requests
         .iter()
         .map(|t| {
             let entered: Vec<Value> = entries(t, st)
@@ -338,7 +338,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 })
                 .collect();
             json!([
-                t.turn,
+                t.request,
                 t.request_tokens,
                 t.tools_visible,
                 t.cached_prefix,
@@ -363,7 +363,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 );
             }
             json!([
-                c.turn,
+                c.request,
                 st.id(&c.tool),
                 st.id(&c.arguments),
                 st.id(c.effect.as_str()),
@@ -387,7 +387,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         "h": u8::from(o.score.forbidden_hit),
         "pe": o.protocol_errors(),
         "sel": selection,
-        "l": [l.system, l.tool_defs, l.fetched, l.results, l.output, l.selection, l.first_turn, l.billed_input, l.peak_context, l.billed_cached],
+        "l": [l.system, l.tool_defs, l.fetched, l.results, l.output, l.selection, l.first_request, l.billed_input, l.peak_context, l.billed_cached],
         "t": turns,
         "c": calls,
         "ft": st.opt(o.final_text.as_deref()),
@@ -448,9 +448,9 @@ impl Explorer {
                     q
                 }
             };
-            // The scenario × mode's first-turn texts, from the first outcome that
+            // The scenario × mode's first-request texts, from the first outcome that
             // recorded them; definitions only where no selection step chose them.
-            if let Some(first) = o.turns.first() {
+            if let Some(first) = o.requests.first() {
                 let selected = o.selection.as_ref().is_some_and(|s| s.selected.is_some());
                 let cx = contexts.entry((sc, mode)).or_default();
                 let needs_defs = cx.defs.is_none() && !selected;
@@ -499,8 +499,8 @@ impl Explorer {
                     u8::from(o.score.exact)
                 },
                 f1: (o.score.f1 * 1000.0).round() as u32,
-                turns: o.protocol.turns,
-                first_turn: o.tokens.first_turn,
+                turns: o.protocol.requests,
+                first_request: o.tokens.first_request,
                 billed_input: o.tokens.billed_input,
                 protocol_errors: o.protocol_errors(),
                 detail: d,
@@ -541,7 +541,7 @@ impl Explorer {
                 "x": col(&|r| r.result.into()),
                 "f": col(&|r| r.f1.into()),
                 "tu": col(&|r| r.turns.into()),
-                "ft": col(&|r| r.first_turn.into()),
+                "ft": col(&|r| r.first_request.into()),
                 "bi": col(&|r| r.billed_input.into()),
                 "pe": col(&|r| r.protocol_errors.into()),
                 "d": col(&|r| r.detail.into()),
@@ -584,7 +584,7 @@ impl Explorer {
 }
 
 fn first_user_text(o: &Outcome, texts: &TextStore) -> String {
-    o.turns
+    o.requests
         .first()
         .and_then(|t| t.entered.iter().find(|e| e.layer == Layer::Query))
         .and_then(|e| {

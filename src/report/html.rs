@@ -84,19 +84,19 @@ const GROUP_COLUMNS: [(&str, bool, &str); 17] = [
         "share of no-call queries answered with no call",
     ),
     (
-        "first-turn tok",
+        "first-request tok",
         false,
         "median tokens of the first request",
     ),
     (
-        "first turn vs legacy",
+        "first request vs legacy",
         true,
-        "median first-turn tokens against the legacy preset",
+        "median first-request tokens against the legacy preset",
     ),
     (
         "billed in",
         false,
-        "median billed input tokens per outcome (all turns)",
+        "median billed input tokens per outcome (all requests)",
     ),
     (
         "billed in p95",
@@ -129,9 +129,9 @@ const GROUP_COLUMNS: [(&str, bool, &str); 17] = [
         "mean reciprocal rank over the expected tools the mode ranks",
     ),
     (
-        "first turn vs all-tools",
+        "first request vs all-tools",
         true,
-        "median first-turn tokens against all-tools (every definition, no selection step), when the run holds it",
+        "median first-request tokens against all-tools (every definition, no selection step), when the run holds it",
     ),
     (
         "billed vs all-tools",
@@ -194,10 +194,10 @@ fn group_row(g: &Group) -> String {
         })
     };
     r += &num_td(
-        tok("first_turn").median,
-        format!("{:.0}", tok("first_turn").median),
+        tok("first_request").median,
+        format!("{:.0}", tok("first_request").median),
     );
-    let (v, t) = change(g.savings_first_turn);
+    let (v, t) = change(g.savings_first_request);
     r += &more_td(v, t);
     r += &num_td(
         tok("billed_input").median,
@@ -232,7 +232,7 @@ fn group_row(g: &Group) -> String {
             .map(|m| format!("{m:.3}"))
             .unwrap_or_else(|| "-".into()),
     );
-    let (v, t) = change(g.savings_all_tools.and_then(|s| s.first_turn));
+    let (v, t) = change(g.savings_all_tools.and_then(|s| s.first_request));
     r += &more_td(v, t);
     let (v, t) = change(g.savings_all_tools.and_then(|s| s.billed));
     r += &more_td(v, t);
@@ -333,11 +333,11 @@ const METRICS: [MetricDef; 21] = [
         },
     ),
     (
-        "first_turn",
-        "first-turn tokens (median)",
+        "first_request",
+        "first-request tokens (median)",
         "tok",
         false,
-        |g| median(g, "first_turn"),
+        |g| median(g, "first_request"),
     ),
     (
         "cached",
@@ -351,10 +351,10 @@ const METRICS: [MetricDef; 21] = [
     }),
     (
         "first_vs_legacy",
-        "first turn vs legacy",
+        "first request vs legacy",
         "delta",
         false,
-        |g| g.savings_first_turn.map(|s| vec![-s]),
+        |g| g.savings_first_request.map(|s| vec![-s]),
     ),
     (
         "billed_vs_legacy",
@@ -365,12 +365,12 @@ const METRICS: [MetricDef; 21] = [
     ),
     (
         "first_vs_all_tools",
-        "first turn vs all-tools",
+        "first request vs all-tools",
         "delta",
         false,
         |g| {
             g.savings_all_tools
-                .and_then(|s| s.first_turn)
+                .and_then(|s| s.first_request)
                 .map(|s| vec![-s])
         },
     ),
@@ -713,7 +713,7 @@ pub fn render(
         }
         let _ = write!(
             page,
-            "<h3>Contexts</h3><details class=contexts data-scenario='{0}'><summary>each mode's system prompt and first-turn tool definitions</summary><div></div></details></section>",
+            "<h3>Contexts</h3><details class=contexts data-scenario='{0}'><summary>each mode's system prompt and first-request tool definitions</summary><div></div></details></section>",
             esc_attr(sc)
         );
     }

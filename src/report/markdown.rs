@@ -50,9 +50,9 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             .any(|g| g.scenario == sc && g.savings_all_tools.is_some());
         let _ = writeln!(
             out,
-            "| mode | model | n | exact [95% CI] | F1 | first-turn tok | billed in | billed, prefix cached | surfaced / recall@5 / MRR | vs {} (first turn) |{} protocol errors | pass@k / pass^k |",
+            "| mode | model | n | exact [95% CI] | F1 | first-request tok | billed in | billed, prefix cached | surfaced / recall@5 / MRR | vs {} (first request) |{} protocol errors | pass@k / pass^k |",
             s.savings_reference(),
-            if all_tools { " vs all-tools (first turn) |" } else { "" }
+            if all_tools { " vs all-tools (first request) |" } else { "" }
         );
         let _ = writeln!(
             out,
@@ -76,7 +76,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                 pct(g.exact.lo),
                 pct(g.exact.hi),
                 g.f1,
-                g.tokens["first_turn"].median,
+                g.tokens["first_request"].median,
                 g.tokens["billed_input"].median,
                 g.tokens.get("billed_cached").map_or(0.0, |t| t.median),
                 g.surfacing
@@ -94,14 +94,14 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
                             .unwrap_or_else(|| "-".into())
                     ))
                     .unwrap_or_else(|| "-".into()),
-                g.savings_first_turn
+                g.savings_first_request
                     .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
                     .unwrap_or_else(|| "-".into()),
                 if all_tools {
                     format!(
                         " {} |",
                         g.savings_all_tools
-                            .and_then(|x| x.first_turn)
+                            .and_then(|x| x.first_request)
                             .map(|x| format!("{:+.1}%", -x * 100.0 + 0.0))
                             .unwrap_or_else(|| "-".into())
                     )
@@ -192,7 +192,7 @@ pub fn cache_md(s: &Summary) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let mut out = String::from("## Prompt cache: the provider's figures beside discbench's prediction\n\nOver the agent-turn requests whose usage reported cache figures: what the provider read from its cache and wrote to it (its tokenizer), beside the cacheable prefix discbench predicts (tiktoken), and those requests priced both ways (US dollars).\n\n| scenario | mode | model | requests | cache read | predicted cached | read / predicted | cache written | cost (provider's cache) | cost (predicted cache) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    let mut out = String::from("## Prompt cache: the provider's figures beside discbench's prediction\n\nOver the agent-loop requests whose usage reported cache figures: what the provider read from its cache and wrote to it (its tokenizer), beside the cacheable prefix discbench predicts (tiktoken), and those requests priced both ways (US dollars).\n\n| scenario | mode | model | requests | cache read | predicted cached | read / predicted | cache written | cost (provider's cache) | cost (predicted cache) |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for g in rows {
         let k = g.cache.expect("filtered");
         let money = |v: Option<f64>| v.map(|v| format!("${v:.4}")).unwrap_or_else(|| "-".into());

@@ -1,6 +1,6 @@
 //! The terminal summary: one row per scenario × mode × model, rendered from the same
 //! [`Summary`] as every report (one aggregation, one code path): exact-match rate,
-//! mean F1, median first-turn and billed input tokens, first-turn savings against the
+//! mean F1, median first-request and billed input tokens, first-request savings against the
 //! `legacy` preset (of medians), and the share of outcomes with a protocol error.
 
 use std::fmt::Write;
@@ -17,8 +17,8 @@ pub struct Row {
     pub n: u64,
     pub exact: f64,
     pub f1: f64,
-    /// Median first-turn request tokens.
-    pub first_turn: f64,
+    /// Median first-request request tokens.
+    pub first_request: f64,
     /// Median billed input tokens.
     pub billed_input: f64,
     /// Median billed input with every cacheable prefix priced as a cache hit.
@@ -28,7 +28,7 @@ pub struct Row {
     /// Mean recall@k of the expected addresses among what was surfaced, where the
     /// mode ranks what it shows.
     pub recall_at_k: Option<f64>,
-    /// `1 - median first_turn / median first_turn(reference)`, same scenario and model.
+    /// `1 - median first_request / median first_request(reference)`, same scenario and model.
     pub savings: Option<f64>,
     /// The mode `savings` is against (`legacy` unless the run names another).
     pub reference: String,
@@ -54,14 +54,14 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 n: g.n,
                 exact: g.exact.rate,
                 f1: g.f1,
-                first_turn: median("first_turn"),
+                first_request: median("first_request"),
                 billed_input: median("billed_input"),
                 billed_cached: median("billed_cached"),
                 recall: g.surfacing.map(|x| x.recall),
                 recall_at_k: g.surfacing.and_then(|x| x.recall_at_k),
-                savings: g.savings_first_turn,
+                savings: g.savings_first_request,
                 reference: s.savings_reference().to_string(),
-                savings_all_tools: g.savings_all_tools.and_then(|x| x.first_turn),
+                savings_all_tools: g.savings_all_tools.and_then(|x| x.first_request),
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
                 cache: g.cache.map(|c| (c.read, c.predicted, c.written)),
@@ -85,7 +85,7 @@ pub fn render(rows: &[Row]) -> String {
         "n",
         "exact",
         "F1",
-        "first-turn tok",
+        "first-request tok",
         "billed in",
         "cached bill",
         "surfaced",
@@ -114,7 +114,7 @@ pub fn render(rows: &[Row]) -> String {
                 },
                 format!("{:.1}%", r.exact * 100.0),
                 format!("{:.3}", r.f1),
-                format!("{:.0}", r.first_turn),
+                format!("{:.0}", r.first_request),
                 format!("{:.0}", r.billed_input),
                 format!("{:.0}", r.billed_cached),
                 r.recall

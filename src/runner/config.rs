@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::strategy::{Mode, ProtocolConfig, Templates};
 
 /// The default limit of agent-loop rounds.
-pub const DEFAULT_MAX_TURNS: usize = 10;
+pub const DEFAULT_MAX_REQUESTS: usize = 10;
 
 /// The configuration that decides what a run's outcomes are (besides the scenarios).
 pub struct RunConfig {
@@ -16,7 +16,7 @@ pub struct RunConfig {
     pub modes: Vec<Mode>,
     pub models: Vec<String>,
     pub repeat: usize,
-    pub max_turns: usize,
+    pub max_requests: usize,
     pub protocol: ProtocolConfig,
     pub templates: Arc<Templates>,
     pub templates_dir: Option<PathBuf>,

@@ -1,5 +1,5 @@
 //! One episode: a query under one rendered scenario × mode with one model session —
-//! the selection step when it applies, then up to `max_turns` rounds of context →
+//! the selection step when it applies, then up to `max_requests` rounds of context →
 //! model → calls → results — scored into an [`Outcome`].
 //!
 //! Model errors that may pass (rate limits, timeouts, server errors) are retried as
@@ -17,7 +17,7 @@ use super::tally::{Scored, Tally};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
-    CacheMeasure, Entry, Layer, Outcome, OutcomeKey, SelectionRecord, TurnRecord, Usage,
+    CacheMeasure, Entry, Layer, Outcome, OutcomeKey, RequestRecord, SelectionRecord, Usage,
     FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
@@ -148,25 +148,25 @@ impl Episode<'_> {
         let mut first_tools: Vec<String> = Vec::new();
         let mut joined_at: Vec<(usize, Vec<(u64, usize)>)> = Vec::new();
         let mut cached_total = 0usize;
-        let mut cached_per_turn: Vec<usize> = Vec::new();
+        let mut cached_per_request: Vec<usize> = Vec::new();
 
         let mut messages = vec![Message::User {
             content: query.text.clone(),
         }];
-        let mut turns = Vec::new();
+        let mut requests = Vec::new();
         let mut final_text = None;
-        let mut hit_max_turns = false;
+        let mut hit_max_requests = false;
         let mut seen_tools: BTreeSet<String> = BTreeSet::new();
-        let mut n_turns = 0;
+        let mut n_requests = 0;
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut refusals, mut truncs) = (0, 0, 0);
         let mut overflowed = false;
         let names = backend.names();
-        for turn in 1..=unit.max_turns {
+        for request in 1..=unit.max_requests {
             if infra_error.is_some() {
                 break;
             }
-            n_turns = turn;
+            n_requests = request;
             let cx = comp.context(&lock(&state), &messages);
             // What is counted is what is sent: a provider that refuses some of FIM
             // One's names gets others ([`crate::names`]), and those are counted.
@@ -184,7 +184,7 @@ impl Episode<'_> {
                     (c.count(&text), std::borrow::Cow::Owned(text))
                 }
             };
-            if turn == 1 {
+            if request == 1 {
                 entered.push(Entry::new(
                     Layer::System,
                     "system prompt",
@@ -229,8 +229,8 @@ impl Episode<'_> {
             let req = unit.system_tokens
                 + counted.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
                 + counted.messages.iter().map(|m| c.message(m)).sum::<usize>();
-            if turn == 1 {
-                ledger.first_turn = req;
+            if request == 1 {
+                ledger.first_request = req;
                 first_tools = counted.tools.iter().map(|t| t.name.clone()).collect();
             }
             let pieces = {
@@ -269,19 +269,19 @@ impl Episode<'_> {
             previous = pieces;
             cached_total += cached;
             ledger.billed_input += req;
-            cached_per_turn.push(cached);
+            cached_per_request.push(cached);
             ledger.peak_context = ledger.peak_context.max(req);
             let answer = match asker.ask(Purpose::Act, &cx).await {
                 Ok(a) => a,
                 // The request was too large for the model: the strategy failed here.
                 Err(ModelError::ContextOverflow { .. }) => {
                     overflowed = true;
-                    turns.push(TurnRecord::new(turn, req, cx.tools.len(), entered));
+                    requests.push(RequestRecord::new(request, req, cx.tools.len(), entered));
                     break;
                 }
                 Err(e) => {
                     infra_error = Some(e.to_string());
-                    turns.push(TurnRecord::new(turn, req, cx.tools.len(), entered));
+                    requests.push(RequestRecord::new(request, req, cx.tools.len(), entered));
                     break;
                 }
             };
@@ -320,16 +320,16 @@ impl Episode<'_> {
             // Searches the provider ran itself (`native=server`): what they found joins
             // the list before the calls that use it are answered.
             for s in &searches {
-                let a = tally.native_search(comp, &mut lock(&state), c, &mut ledger, s, turn);
+                let a = tally.native_search(comp, &mut lock(&state), c, &mut ledger, s, request);
                 entered.push(a.entry);
             }
             if tool_calls.is_empty() {
                 final_text = text;
-                turns.push(TurnRecord {
+                requests.push(RequestRecord {
                     usage,
                     latency_ms,
                     truncated,
-                    ..TurnRecord::new(turn, req, cx.tools.len(), entered)
+                    ..RequestRecord::new(request, req, cx.tools.len(), entered)
                 });
                 break;
             }
@@ -344,7 +344,7 @@ impl Episode<'_> {
                     c,
                     &mut ledger,
                     &call,
-                    turn,
+                    request,
                     seen_skills.clone(),
                 );
                 entered.push(a.entry);
@@ -365,17 +365,17 @@ impl Episode<'_> {
                     references,
                 });
             }
-            turns.push(TurnRecord {
+            requests.push(RequestRecord {
                 usage,
                 latency_ms,
                 truncated,
-                ..TurnRecord::new(turn, req, cx.tools.len(), entered)
+                ..RequestRecord::new(request, req, cx.tools.len(), entered)
             });
-            if turn == unit.max_turns {
-                hit_max_turns = true;
+            if request == unit.max_requests {
+                hit_max_requests = true;
             }
         }
-        for (t, cached) in turns.iter_mut().zip(&cached_per_turn) {
+        for (t, cached) in requests.iter_mut().zip(&cached_per_request) {
             t.cached_prefix = *cached;
         }
         ledger.cached_prefix = cached_total;
@@ -401,16 +401,16 @@ impl Episode<'_> {
             query,
             &final_skills,
             self.databases,
-            n_turns,
-            hit_max_turns,
+            n_requests,
+            hit_max_requests,
         );
         let usage = selection
             .iter()
             .filter_map(|s: &SelectionRecord| s.usage)
-            .chain(turns.iter().filter_map(|t: &TurnRecord| t.usage))
+            .chain(requests.iter().filter_map(|t: &RequestRecord| t.usage))
             .reduce(Usage::plus);
         let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
-        let cache = cache_measure(&turns, backend);
+        let cache = cache_measure(&requests, backend);
         protocol.empty_answers = empty;
         protocol.refusals = refusals;
         protocol.truncated = truncs;
@@ -440,7 +440,7 @@ impl Episode<'_> {
             score,
             protocol,
             tokens: ledger,
-            turns,
+            requests,
             infra_error,
             usage,
             cost_usd,
@@ -576,10 +576,10 @@ struct SelectAcc {
     requests: usize,
 }
 
-/// The provider's prompt cache beside discbench's prediction, over the agent turns
+/// The provider's prompt cache beside discbench's prediction, over the agent-loop requests
 /// whose usage reported cache figures (`None` when none did). The selection step's
 /// requests are left out: their cacheable prefix is not predicted.
-fn cache_measure(turns: &[TurnRecord], backend: &dyn Backend) -> Option<CacheMeasure> {
+fn cache_measure(requests: &[RequestRecord], backend: &dyn Backend) -> Option<CacheMeasure> {
     let prices = backend.prices();
     let writes = backend.writes_cache();
     let mut m = CacheMeasure {
@@ -590,7 +590,7 @@ fn cache_measure(turns: &[TurnRecord], backend: &dyn Backend) -> Option<CacheMea
         cost_predicted_usd: prices.map(|_| 0.0),
         cost_reported_usd: prices.map(|_| 0.0),
     };
-    for t in turns {
+    for t in requests {
         let Some(u) = t
             .usage
             .filter(|u| u.cached_input.is_some() || u.cache_write.is_some())

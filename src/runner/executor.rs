@@ -309,7 +309,7 @@ mod tests {
             modes: vec![Mode::preset("progressive").unwrap()],
             models: vec!["flaky".into()],
             repeat,
-            max_turns: 10,
+            max_requests: 10,
             protocol: ProtocolConfig::default(),
             templates: Arc::new(Templates::builtin()),
             templates_dir: None,

@@ -13,7 +13,7 @@ pub mod plan;
 pub mod retry;
 pub mod tally;
 
-pub use config::{RunConfig, DEFAULT_MAX_TURNS};
+pub use config::{RunConfig, DEFAULT_MAX_REQUESTS};
 pub use episode::Episode;
 pub use events::{Event, Listener, RunStats};
 pub use executor::{execute, ExecOptions, Work, DEFAULT_JOBS};

@@ -1,5 +1,5 @@
 //! The plan: built once before anything runs. Each scenario × mode is rendered once
-//! into a [`Unit`] (its composite and the token counts of its first-turn texts) and
+//! into a [`Unit`] (its composite and the token counts of its first-request texts) and
 //! shared read-only by all of its episodes — once per distinct view when queries
 //! carry their own `scope`, `instructions` or catalog (a sweep gives every query a
 //! catalog of its own); each scenario's databases are seeded once; the work items are
@@ -50,7 +50,7 @@ pub struct Unit {
     /// The mode label as asked for (outcomes carry it).
     pub mode_label: String,
     pub composite: Arc<Composite>,
-    pub max_turns: usize,
+    pub max_requests: usize,
     /// Tokens of the system prompt.
     pub system_tokens: usize,
     /// Per top-level tool: its tokens and the exact JSON sent.
@@ -87,7 +87,7 @@ pub struct UnitSlot {
     instructions: Option<String>,
     mode: Mode,
     mode_label: String,
-    max_turns: usize,
+    max_requests: usize,
     templates: Arc<Templates>,
     protocol: ProtocolConfig,
     held: Mutex<Held>,
@@ -124,7 +124,7 @@ impl UnitSlot {
             mode_label: self.mode_label.clone(),
             system_tokens: counter.count(composite.system()),
             composite: Arc::new(composite),
-            max_turns: self.max_turns,
+            max_requests: self.max_requests,
             tool_texts,
         })
     }
@@ -224,11 +224,11 @@ impl Plan {
                         instructions: instructions.clone(),
                         mode: mode.clone(),
                         mode_label: requested.label.clone(),
-                        max_turns: sc
+                        max_requests: sc
                             .agent
-                            .max_turns
+                            .max_requests
                             .map(|t| t as usize)
-                            .unwrap_or(cfg.max_turns),
+                            .unwrap_or(cfg.max_requests),
                         templates: cfg.templates.clone(),
                         protocol: cfg.protocol,
                         held: Mutex::default(),
@@ -323,7 +323,7 @@ pub fn settings(cfg: &RunConfig, tokenizer: &str) -> Settings {
         models: cfg.models.clone(),
         model_specs: Vec::new(),
         repeat: cfg.repeat,
-        max_turns: cfg.max_turns,
+        max_requests: cfg.max_requests,
         protocol: Some(cfg.protocol),
         tokenizer: tokenizer.to_string(),
         templates_dir: cfg.templates_dir.clone(),

@@ -170,7 +170,7 @@ impl Tally {
         let n = counter.count(&r.content);
         let mut program_calls: Vec<CallRecord> = Vec::new();
         let mut record = CallRecord {
-            turn,
+            request: turn,
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             effect: CallEffect::Error,
@@ -294,7 +294,7 @@ impl Tally {
         let n = counter.count(message);
         ledger.results += n;
         self.calls.push(CallRecord {
-            turn,
+            request: turn,
             tool: call.name.clone(),
             arguments: call.arguments.clone(),
             effect: CallEffect::Error,
@@ -321,7 +321,7 @@ impl Tally {
     }
 
     /// Scores the calls against `query`: `final_skills` are the skills in context at
-    /// the end; `turns` and `hit_max_turns` feed the protocol counters.
+    /// the end; `turns` and `hit_max_requests` feed the protocol counters.
     pub fn score(
         &self,
         scenario: &Scenario,
@@ -329,7 +329,7 @@ impl Tally {
         final_skills: &[String],
         databases: &Databases,
         turns: usize,
-        hit_max_turns: bool,
+        hit_max_requests: bool,
     ) -> Scored {
         let expected: Vec<Address> = query
             .expect
@@ -348,7 +348,7 @@ impl Tally {
             ),
             protocol: Protocol {
                 text_calls: self.text_calls,
-                ..score::protocol(&self.calls, turns, hit_max_turns)
+                ..score::protocol(&self.calls, turns, hit_max_requests)
             },
             surfacing: surfacing::surfacing(&expected, &self.surfaced, &|a| {
                 self.ranked.contains(a)

@@ -202,11 +202,12 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
 
     let mut agent = Agent {
         instructions: raw.agent.instructions,
-        max_turns: raw.agent.max_turns,
+        max_requests: raw.agent.max_requests,
         ..Agent::default()
     };
-    if agent.max_turns == Some(0) {
-        cx.check.err(path, "agent.max_turns", "must be at least 1");
+    if agent.max_requests == Some(0) {
+        cx.check
+            .err(path, "agent.max_requests", "must be at least 1");
     }
     for (kind, v) in raw.agent.modes {
         match Disclosure::parse_for(kind, &v) {

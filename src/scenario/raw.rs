@@ -251,7 +251,9 @@ pub struct RawAgent {
     /// Per-kind disclosure that wins over the CLI and the environment.
     #[serde(default)]
     pub modes: BTreeMap<Kind, String>,
-    pub max_turns: Option<u32>,
+    /// Model requests per user turn at most (`max_turns`, its old name, is read too).
+    #[serde(alias = "max_turns")]
+    pub max_requests: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

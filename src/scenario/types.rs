@@ -31,7 +31,7 @@ pub struct Agent {
     pub instructions: Option<String>,
     /// Per-kind disclosure that wins over the CLI and the environment.
     pub modes: BTreeMap<Kind, Disclosure>,
-    pub max_turns: Option<u32>,
+    pub max_requests: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize)]

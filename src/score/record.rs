@@ -40,7 +40,9 @@ impl CallEffect {
 /// One call as the runner recorded it, with what it meant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CallRecord {
-    pub turn: usize,
+    /// The request it was made in, from 1 (`turn` in lines before format 4).
+    #[serde(alias = "turn")]
+    pub request: usize,
     pub tool: String,
     pub arguments: String,
     pub effect: CallEffect,
@@ -138,9 +140,12 @@ pub struct Protocol {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub overfetch: usize,
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub turns: usize,
+    /// Model requests made (`turns` in lines before format 4).
+    #[serde(alias = "turns")]
+    pub requests: usize,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub hit_max_turns: bool,
+    #[serde(alias = "hit_max_turns")]
+    pub hit_max_requests: bool,
     /// Answers with neither text nor a call.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub empty_answers: usize,
@@ -208,10 +213,10 @@ fn counts<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, usize>, D:
 }
 
 /// Counts the protocol events of an episode.
-pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_turns: bool) -> Protocol {
+pub fn protocol(calls: &[CallRecord], turns: usize, hit_max_requests: bool) -> Protocol {
     let mut p = Protocol {
-        turns,
-        hit_max_turns,
+        requests: turns,
+        hit_max_requests,
         ..Protocol::default()
     };
     let mut seen: Vec<(&str, &str)> = Vec::new();

@@ -213,7 +213,7 @@ fn max_matching(who: &[usize], cand: &[Vec<usize>], calls: usize) -> Vec<Option<
 /// hold: with `order: sequence`, instances in listed order take calls in call order;
 /// with `before: [a, b]`, every call of step `a` comes before every call of step `b`
 /// (a skill step's "call" is the `read_skill` that loaded it, or the start when it was
-/// in context from the first turn).
+/// in context from the first request).
 fn ordered_assignment(
     expect: &Expect,
     insts: &[usize],

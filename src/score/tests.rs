@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 fn record(turn: usize, effect: &str, address: Address, skills: &[&str]) -> CallRecord {
     CallRecord {
-        turn,
+        request: turn,
         tool: if effect == "fetched" {
             "read_skill"
         } else {
@@ -150,7 +150,7 @@ fn with_queries(queries: &str) -> (tempfile::TempDir, crate::scenario::Scenario)
 
 fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
     CallRecord {
-        turn,
+        request: turn,
         tool: "t".into(),
         arguments: args.to_string(),
         effect: CallEffect::Executed,

@@ -19,7 +19,7 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::record::writer::{OutcomeWriter, OUTCOMES};
-use crate::record::{reader, KeyView, Outcome, TurnRecord};
+use crate::record::{reader, KeyView, Outcome, RequestRecord};
 use crate::score::{CallRecord, Protocol};
 use crate::tokens::Ledger;
 
@@ -53,7 +53,8 @@ pub struct UnscoredSession {
     pub tokens: Ledger,
     /// Each request: what entered the context (tokens per entry; the texts are not
     /// kept).
-    pub turns: Vec<TurnRecord>,
+    #[serde(alias = "turns")]
+    pub requests: Vec<RequestRecord>,
 }
 
 /// Appends served sessions' outcomes to one run directory.

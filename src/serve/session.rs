@@ -9,7 +9,7 @@
 //! list, and the `tool_descriptions` resource's description under `mcp-resource`),
 //! `fetched` and `results` as in a run — and its requests are its calls, each
 //! counted as everything disclosed before it: the smallest context a client could
-//! have held when it made the call (`first_turn` is the listing; `billed_input` and
+//! have held when it made the call (`first_request` is the listing; `billed_input` and
 //! `peak_context` follow from those requests). `output` stays 0.
 
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use super::record::UnscoredSession;
 use super::Served;
-use crate::record::{Entry, Layer, Outcome, TurnRecord, FORMAT_VERSION};
+use crate::record::{Entry, Layer, Outcome, RequestRecord, FORMAT_VERSION};
 use crate::runner::tally::{Scored, Tally};
 use crate::strategy::mcp_pd::mcp_resource::{READ_RESOURCE, URI};
 use crate::strategy::{Effect, ProtocolError, State};
@@ -57,7 +57,7 @@ pub struct Session {
     state: State,
     tally: Tally,
     ledger: Ledger,
-    turns: Vec<TurnRecord>,
+    turns: Vec<RequestRecord>,
     /// Listing entries not yet attached to a turn.
     pending: Vec<Entry>,
     tools_listed: bool,
@@ -291,7 +291,7 @@ impl Session {
         let mut entered = std::mem::take(&mut self.pending);
         entered.push(entry);
         let tools = self.tools().len();
-        self.turns.push(TurnRecord::new(
+        self.turns.push(RequestRecord::new(
             self.turns.len() + 1,
             request,
             tools,
@@ -325,7 +325,7 @@ impl Session {
             let request = self.disclosed;
             let entered = std::mem::take(&mut self.pending);
             let tools = self.tools().len();
-            self.turns.push(TurnRecord::new(
+            self.turns.push(RequestRecord::new(
                 self.turns.len() + 1,
                 request,
                 tools,
@@ -334,7 +334,7 @@ impl Session {
         }
         let first_listing: usize = self.ledger.system + self.ledger.tool_defs;
         let mut ledger = self.ledger.clone();
-        ledger.first_turn = first_listing;
+        ledger.first_request = first_listing;
         // Without calls the one request is the listing itself.
         let requests: Vec<usize> = if self.tally.calls.is_empty() {
             vec![first_listing]
@@ -380,7 +380,7 @@ impl Session {
                 },
                 calls,
                 tokens: ledger,
-                turns,
+                requests: turns,
             })));
         };
         let query = &sc.queries[q];
@@ -417,7 +417,7 @@ impl Session {
             score,
             protocol,
             tokens: ledger,
-            turns: std::mem::take(&mut self.turns),
+            requests: std::mem::take(&mut self.turns),
             infra_error: None,
             usage: None,
             cost_usd: None,
@@ -499,9 +499,9 @@ mod tests {
         )
         .unwrap();
         let o = s.outcome("r").unwrap();
-        let requests: Vec<usize> = o.turns.iter().map(|t| t.request_tokens).collect();
+        let requests: Vec<usize> = o.requests.iter().map(|t| t.request_tokens).collect();
         assert_eq!(requests, [listing, listing + answer]);
-        assert_eq!(o.tokens.first_turn, listing);
+        assert_eq!(o.tokens.first_request, listing);
         assert_eq!(o.tokens.billed_input, 2 * listing + answer);
         assert_eq!(o.tokens.peak_context, listing + answer);
         assert_eq!(o.tokens.output, 0);

@@ -66,7 +66,7 @@ pub struct SearchSettings {
     pub results: usize,
     pub placement: Placement,
     /// Address patterns (`builtin:*`, `mcp:github/*`, an exact address) of tools shown
-    /// directly from the first turn, never held back.
+    /// directly from the first request, never held back.
     pub always_on: Vec<String>,
     /// Retrieval: how many tools are pre-selected for the query.
     pub k: usize,

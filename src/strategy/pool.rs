@@ -55,7 +55,7 @@ pub struct Pool {
     /// Per tool: the fields a regular expression is matched against, each on its own
     /// (name, description, each parameter name), so `^name$` finds one tool by name.
     fields: Vec<Vec<String>>,
-    /// The tools shown from the first turn, never held back.
+    /// The tools shown from the first request, never held back.
     always_on: Vec<String>,
     settings: SearchSettings,
     search: ToolDef,

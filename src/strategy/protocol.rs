@@ -318,7 +318,7 @@ pub trait Strategy: Send + Sync {
     fn order(&self) -> u8;
     /// Its system-prompt section and tool definitions.
     fn render(&self) -> &Rendered;
-    /// The tools of `render()` visible at the first turn, when it holds the others
+    /// The tools of `render()` visible at the first request, when it holds the others
     /// back until a search or retrieval surfaces them; `None` = all of them.
     fn held_back(&self) -> Option<Vec<String>> {
         None
@@ -342,7 +342,7 @@ pub trait Strategy: Send + Sync {
     fn events(&self) -> &'static [EventKind] {
         &[]
     }
-    /// Addresses whose definitions are in the context from the first turn.
+    /// Addresses whose definitions are in the context from the first request.
     fn shown_up_front(&self) -> Vec<Address>;
     /// Answers a call to one of its tools (`tool` is one of `render().tools`).
     fn resolve(&self, tool: &str, args: &Value, state: &mut State, env: &Env) -> Resolution;

@@ -73,7 +73,7 @@ impl World {
             modes: vec![Mode::parse(mode).unwrap()],
             models: vec!["oracle".into()],
             repeat: 1,
-            max_turns: discbench::runner::DEFAULT_MAX_TURNS,
+            max_requests: discbench::runner::DEFAULT_MAX_REQUESTS,
             protocol: ProtocolConfig::default(),
             templates: Arc::new(Templates::builtin()),
             templates_dir: None,

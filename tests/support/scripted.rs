@@ -75,7 +75,7 @@ pub fn run_query(
         modes: vec![Mode::parse(mode).unwrap()],
         models: vec![backend.name().into()],
         repeat: 1,
-        max_turns: 6,
+        max_requests: 6,
         protocol: cfg,
         templates: Arc::new(Templates::builtin()),
         templates_dir: None,

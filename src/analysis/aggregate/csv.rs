@@ -111,16 +111,16 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
         ));
     }
     cols.push(Column::new(
-        "savings_first_turn".into(),
-        o(&|g| g.savings_first_turn),
+        "savings_first_request".into(),
+        o(&|g| g.savings_first_request),
     ));
     cols.push(Column::new(
         "savings_billed".into(),
         o(&|g| g.savings_billed),
     ));
     cols.push(Column::new(
-        "savings_all_tools_first_turn".into(),
-        o(&|g| g.savings_all_tools.and_then(|s| s.first_turn)),
+        "savings_all_tools_first_request".into(),
+        o(&|g| g.savings_all_tools.and_then(|s| s.first_request)),
     ));
     cols.push(Column::new(
         "savings_all_tools_billed".into(),

@@ -98,8 +98,8 @@ struct LineProtocol {
     unloaded_calls: u32,
     repeat_call: u32,
     overfetch: u32,
-    turns: u32,
-    hit_max_turns: bool,
+    requests: u32,
+    hit_max_requests: bool,
     empty_answers: u32,
     text_calls: u32,
     refusals: u32,
@@ -122,8 +122,9 @@ impl<'de> Deserialize<'de> for LineProtocol {
                 let mut p = LineProtocol::default();
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
                     let slot = match key.as_ref() {
-                        "hit_max_turns" => {
-                            p.hit_max_turns = map.next_value()?;
+                        // Lines before format 4 say `hit_max_turns` and `turns`.
+                        "hit_max_requests" | "hit_max_turns" => {
+                            p.hit_max_requests = map.next_value()?;
                             continue;
                         }
                         "discovery_calls" => &mut p.discovery_calls,
@@ -137,7 +138,7 @@ impl<'de> Deserialize<'de> for LineProtocol {
                         "unloaded_calls" => &mut p.unloaded_calls,
                         "repeat_call" => &mut p.repeat_call,
                         "overfetch" => &mut p.overfetch,
-                        "turns" => &mut p.turns,
+                        "requests" | "turns" => &mut p.requests,
                         "empty_answers" => &mut p.empty_answers,
                         "text_calls" => &mut p.text_calls,
                         "refusals" => &mut p.refusals,
@@ -175,7 +176,11 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, l: Line) {
+    fn push(&mut self, mut l: Line) {
+        // Lines before format 4 name the first request's layer `first_turn`.
+        if let Some(v) = l.tokens.remove("first_turn") {
+            l.tokens.entry("first_request".into()).or_insert(v);
+        }
         let s = &mut self.s;
         // Groups are named by the mode as it ran (a scenario's `agent.modes` may
         // have changed the one asked); the mode as asked stays in `mode_asked`.
@@ -225,7 +230,7 @@ impl Batch {
             ("unloaded_calls", p.unloaded_calls),
             ("repeat_call", p.repeat_call),
             ("overfetch", p.overfetch),
-            ("turns", p.turns),
+            ("requests", p.requests),
             ("empty_answers", p.empty_answers),
             ("text_calls", p.text_calls),
             ("refusals", p.refusals),
@@ -294,7 +299,7 @@ impl Batch {
             ("exact", sc.exact),
             ("first_call_correct", sc.first_call_correct),
             ("forbidden_hit", sc.forbidden_hit),
-            ("hit_max_turns", p.hit_max_turns),
+            ("hit_max_requests", p.hit_max_requests),
             ("infra", l.infra_error.is_some()),
             ("has_usage", l.usage.is_some()),
             ("has_cost", l.cost_usd.is_some()),

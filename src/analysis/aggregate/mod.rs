@@ -106,7 +106,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
         col("surfacing_mrr").mean().alias("surfacing_mrr"),
     ];
     for c in protocol_rates() {
-        let fired = if c == "hit_max_turns" {
+        let fired = if c == "hit_max_requests" {
             col(c)
         } else {
             col(c).gt(lit(0))
@@ -130,10 +130,10 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             .sort(["scenario", "mode", "model"], Default::default()),
     )?;
 
-    let query_first_turn = quantiles_by(
+    let query_first_request = quantiles_by(
         &ok,
         &["scenario", "mode", "model", "query_id"],
-        "first_turn",
+        "first_request",
         &[0.5],
     )?;
     let per_query = collect(
@@ -157,7 +157,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             .map(|i| {
                 let key = [s[i].clone(), m[i].clone(), mo[i].clone(), q[i].clone()];
                 QueryRow {
-                    first_turn: query_first_turn
+                    first_request: query_first_request
                         .get(key.as_slice())
                         .map_or(f64::NAN, |v| v[0]),
                     scenario: s[i].clone(),
@@ -239,7 +239,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             recall: stable(get("recall")?),
             f1: stable(get("f1")?),
             tokens,
-            savings_first_turn: None,
+            savings_first_request: None,
             savings_billed: None,
             savings_all_tools: None,
             pass: pass_k(&qs),
@@ -307,7 +307,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             (base > 0.0).then(|| 1.0 - g.tokens[layer].median / base)
         };
         Some(Savings {
-            first_turn: save("first_turn"),
+            first_request: save("first_request"),
             billed: save("billed_input"),
         })
     };
@@ -317,7 +317,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             continue;
         }
         if let Some(s) = against(g, reference) {
-            g.savings_first_turn = s.first_turn;
+            g.savings_first_request = s.first_request;
             g.savings_billed = s.billed;
         }
         if reference != ALL_TOOLS {
@@ -394,7 +394,7 @@ fn add_query_infra(base: &LazyFrame, queries: &mut Vec<QueryRow>) -> anyhow::Res
                 query_id: key.3,
                 n: 0,
                 exact: 0,
-                first_turn: 0.0,
+                first_request: 0.0,
                 infra: infra[i] as u64,
             }),
         }
@@ -445,7 +445,7 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
                 )
             })
             .collect(),
-        savings_first_turn: None,
+        savings_first_request: None,
         savings_billed: None,
         savings_all_tools: None,
         surfacing: None,

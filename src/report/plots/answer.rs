@@ -307,7 +307,7 @@ pub fn svg(scenario: &str, groups: &[&Group], modes: &[String], models: &[String
             g.exact.hi,
             t("billed_input"),
             p95,
-            t("first_turn"),
+            t("first_request"),
             u8::from(p.front)
         );
         let _ = write!(
@@ -451,7 +451,7 @@ mod tests {
                 "protocol_error": {"k": 0, "n": 10, "rate": 0.0, "lo": 0.0, "hi": 0.3},
                 "abstain": null, "args_ok": null, "schema_valid": null,
                 "precision": 0.5, "recall": 0.5, "f1": 0.5, "tokens": {},
-                "savings_first_turn": null, "savings_billed": null,
+                "savings_first_request": null, "savings_billed": null,
                 "pass": {"k": 1, "pass_at_k": 0.5, "pass_hat_k": 0.5}
             }))
             .unwrap();

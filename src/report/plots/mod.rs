@@ -1,6 +1,6 @@
 //! Plots with plotters, each chart one file, each drawn once as SVG and once as PNG
 //! into `plots/`: tokens by mode stacked by ledger layer, accuracy by mode with
-//! Wilson whiskers, accuracy against first-turn tokens with the Pareto front, and —
+//! Wilson whiskers, accuracy against first-request tokens with the Pareto front, and —
 //! for a sweep — accuracy, recall@5 and tokens against catalog size with confidence
 //! bands. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
 //! Every text is at least [`chart::MIN_TEXT_PX`] pixels in the SVG (see [`chart`]).
@@ -76,7 +76,7 @@ pub fn chart_list(s: &Summary) -> Vec<(String, String)> {
         v.push((format!("accuracy-{sl}"), format!("{sc}: accuracy by mode")));
         v.push((
             format!("pareto-{sl}"),
-            format!("{sc}: accuracy vs first-turn tokens"),
+            format!("{sc}: accuracy vs first-request tokens"),
         ));
     }
     v.extend(

@@ -1,4 +1,4 @@
-//! Accuracy against first-turn tokens: one point per mode × model (colour: mode, shape:
+//! Accuracy against first-request tokens: one point per mode × model (colour: mode, shape:
 //! model, as in the page's chart), the Pareto front (no other point is both cheaper and
 //! at least as accurate) drawn as a line and ringed. The legend names modes and models
 //! apart (a dozen `mode · model` entries would cover the points) and goes to the corner
@@ -72,12 +72,12 @@ impl Chart for Pareto<'_> {
         let pts: Vec<(f64, f64)> = self
             .groups
             .iter()
-            .map(|g| (g.tokens["first_turn"].median, g.exact.rate * 100.0))
+            .map(|g| (g.tokens["first_request"].median, g.exact.rate * 100.0))
             .collect();
         let xmax = pts.iter().map(|p| p.0).fold(1.0, f64::max) * 1.15;
         let mut chart = ChartBuilder::on(area)
             .caption(
-                format!("{}: accuracy vs first-turn tokens", self.scenario),
+                format!("{}: accuracy vs first-request tokens", self.scenario),
                 (FONT, CAPTION),
             )
             .margin(16)
@@ -87,7 +87,7 @@ impl Chart for Pareto<'_> {
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("first-turn context tokens (median)")
+            .x_desc("first-request context tokens (median)")
             .y_desc("exact match (%)")
             .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.0}"))

@@ -1,5 +1,5 @@
 //! A sweep's curves (`discbench sweep`): per swept scenario and model, exact match,
-//! recall@5, first-turn tokens and billed input against catalog size (log scale), one
+//! recall@5, first-request tokens and billed input against catalog size (log scale), one
 //! line per mode, each with its 95% confidence band — Wilson's interval for exact
 //! match, the normal interval of the mean for recall@5, and the distribution-free
 //! interval of the median (binomial order statistics) for tokens. Every point is the
@@ -24,9 +24,9 @@ pub const METRICS: [(&str, &str, &str); 4] = [
     ("exact", "exact match", "exact match (%), 95% Wilson band"),
     ("recall", "recall@5", "recall@5 (%), ranked modes, 95% band"),
     (
-        "first-turn",
-        "first-turn tokens",
-        "first-turn tokens (median), 95% band",
+        "first-request",
+        "first-request tokens",
+        "first-request tokens (median), 95% band",
     ),
     (
         "billed",
@@ -93,7 +93,7 @@ struct LineSurfacing {
 
 #[derive(Deserialize)]
 struct LineTokens {
-    first_turn: u64,
+    first_request: u64,
     billed_input: u64,
 }
 
@@ -102,7 +102,7 @@ struct LineTokens {
 struct Values {
     exact: Vec<bool>,
     recall: Vec<f64>,
-    first_turn: Vec<u64>,
+    first_request: Vec<u64>,
     billed: Vec<u64>,
 }
 
@@ -130,7 +130,7 @@ pub fn curves(outcomes: &Path) -> anyhow::Result<Curves> {
         if let Some(r) = l.surfacing.and_then(|s| s.recall_at_k) {
             v.recall.push(r);
         }
-        v.first_turn.push(l.tokens.first_turn);
+        v.first_request.push(l.tokens.first_request);
         v.billed.push(l.tokens.billed_input);
         Ok(())
     })?;
@@ -167,8 +167,8 @@ pub fn curves(outcomes: &Path) -> anyhow::Result<Curves> {
             }),
         );
         put(
-            "first-turn",
-            median_band(v.first_turn).map(|(y, lo, hi)| Point { size, y, lo, hi }),
+            "first-request",
+            median_band(v.first_request).map(|(y, lo, hi)| Point { size, y, lo, hi }),
         );
         put(
             "billed",
