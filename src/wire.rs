@@ -166,10 +166,12 @@ impl Context {
         self.tools.iter().find(|t| t.name == name)
     }
 
-    /// The user's query: the first user message.
+    /// The user's message being answered: the last one (a single query's only one; in
+    /// a conversation, the current turn's).
     pub fn query(&self) -> &str {
         self.messages
             .iter()
+            .rev()
             .find_map(|m| match m {
                 Message::User { content } => Some(content.as_str()),
                 _ => None,

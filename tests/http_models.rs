@@ -1012,11 +1012,34 @@ fn resume_can_run_infra_errors_again() {
     );
 }
 
+/// Kills `child` (SIGKILL) once `file` holds at least `some` lines, and checks that
+/// it held fewer than `all`: killed mid-way.
+fn kill_after(mut child: std::process::Child, file: &Path, some: usize, all: usize) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = std::fs::read_to_string(file)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if n >= some {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run made no progress"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = std::fs::read_to_string(file).unwrap().lines().count();
+    assert!(before < all, "killed before the end ({before})");
+}
+
 #[test]
 fn a_run_killed_mid_way_resumes_with_every_item_exactly_once() {
     let server = serve(|s, _| Reply::Slow(Duration::from_millis(60), tiny_openai(s)));
     let tmp = tempfile::tempdir().unwrap();
-    let mut child = bin()
+    let child = bin()
         .args([
             "run",
             "fixtures/snapshot/tiny.yaml",
@@ -1039,26 +1062,7 @@ fn a_run_killed_mid_way_resumes_with_every_item_exactly_once() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let file = tmp.path().join("x/outcomes.jsonl");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    // Kill it (SIGKILL) once some, not all, outcomes are written.
-    loop {
-        let n = std::fs::read_to_string(&file)
-            .map(|t| t.lines().count())
-            .unwrap_or(0);
-        if n >= 8 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the run made no progress"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let before = std::fs::read_to_string(&file).unwrap().lines().count();
-    assert!(before < 40, "killed before the end ({before})");
+    kill_after(child, &tmp.path().join("x/outcomes.jsonl"), 8, 40);
     let o = bin()
         .args(["run", "--resume"])
         .arg(tmp.path().join("x"))
@@ -1079,6 +1083,75 @@ fn a_run_killed_mid_way_resumes_with_every_item_exactly_once() {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 40, "every work item exactly once");
+}
+
+/// A conversation is one work item: a run killed while conversations are in flight
+/// resumes with each conversation exactly once and whole (every turn, each turn's
+/// request), never a conversation's first turns kept from before the kill.
+#[test]
+fn a_run_killed_mid_conversation_resumes_with_every_conversation_whole_and_once() {
+    let server = serve(|s, _| {
+        // Each turn ends on an answer: one request per turn.
+        assert!(s.body["messages"].as_array().is_some());
+        Reply::Slow(
+            Duration::from_millis(40),
+            openai_answer(Some("Done."), json!([])),
+        )
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let scenario = "fixtures/conversations/small.yaml";
+    let child = bin()
+        .args([
+            "run",
+            scenario,
+            "--mode",
+            "all-tools",
+            "--model",
+            "openai:m",
+        ])
+        .args(["--openai-base-url", &server.url, "--repeat", "10"])
+        .args(["--jobs", "4", "--run-id", "x", "--out"])
+        .arg(tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_after(child, &tmp.path().join("x/outcomes.jsonl"), 8, 40);
+    let o = bin()
+        .args(["run", "--resume"])
+        .arg(tmp.path().join("x"))
+        .args(["--openai-base-url", &server.url])
+        .output()
+        .unwrap();
+    ok(&o);
+    let os = outcomes(tmp.path());
+    assert_eq!(os.len(), 40);
+    let mut keys: Vec<(String, u64)> = os
+        .iter()
+        .map(|o| {
+            (
+                o["query_id"].as_str().unwrap().to_string(),
+                o["repeat"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 40, "every conversation exactly once");
+    let scenario = discbench::scenario::load(std::path::Path::new(scenario)).unwrap();
+    for o in &os {
+        let q = (scenario.queries.iter())
+            .find(|q| q.id == o["query_id"].as_str().unwrap())
+            .unwrap();
+        let turns = o["conversation"].as_array().map_or(1, Vec::len);
+        assert_eq!(turns, q.n_turns(), "{} is whole", q.id);
+        assert_eq!(
+            o["requests"].as_array().unwrap().len(),
+            q.n_turns(),
+            "{}: one request per turn",
+            q.id
+        );
+    }
 }
 
 /// A query that expects no call is judged on what the model tried: a call written as

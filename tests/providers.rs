@@ -45,8 +45,15 @@ fn anthropic(world: Arc<World>, billing: Billing) -> support::server::Server {
     serve(move |s: &Seen, _| {
         assert_eq!(s.path, "/v1/messages");
         let (cx, purpose) = provider::anthropic_context(&s.body);
+        // A conversation is named by its first user message (its system prompt may
+        // grow at a turn that adds to the catalog).
         let conversation = if billing.per_conversation {
-            format!("{}\u{0}{}", cx.system, cx.query())
+            (cx.messages.iter())
+                .find_map(|m| match m {
+                    discbench::wire::Message::User { content } => Some(content.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default()
         } else {
             String::new()
         };
@@ -215,6 +222,85 @@ fn anthropic_requests_carry_breakpoints_and_the_measured_cache_equals_the_predic
         run["settings"]["prompt_cache"],
         json!({"enabled": true, "ttl": "5m", "read_multiplier": 0.1, "write_multiplier": 1.25})
     );
+}
+
+/// Conversations on the Messages API: the breakpoint on the newest message moves
+/// forward with every request, across turns, so each request reads what the one
+/// before it wrote — the whole conversation before it — and the provider's reads
+/// (emulated by the rules its prompt-caching page states) equal discbench's
+/// prediction request by request, where a turn's `adds` changes the system prompt too.
+/// Under mcp-resource, whose tool list changes only where a turn adds a server: there
+/// (and wherever a list keeps an earlier list's first tools but not all) discbench
+/// counts a prefix that ends inside the tool list, where Anthropic has no breakpoint
+/// to read it (the docs list it among the differences).
+#[test]
+fn a_conversation_s_anthropic_breakpoint_moves_and_the_cache_equals_the_prediction() {
+    let scenario = "scenarios/conversations.yaml";
+    let world = Arc::new(World::new(&[scenario], "mcp-resource"));
+    let server = anthropic(
+        world,
+        Billing {
+            min: 0,
+            per_conversation: true,
+        },
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let picked = [
+        "printers-9987-approval-slack-added",
+        "refund-dock-9921-stepwise",
+        "repeat-damage-sev2-escalation",
+    ];
+    let mut extra = Vec::new();
+    for q in picked {
+        extra.extend(["--query", q]);
+    }
+    let o = run(tmp.path(), scenario, "mcp-resource", &server.url, &extra);
+    ok(&o);
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), picked.len());
+    let (mut later_reads, mut grown) = (0, 0);
+    for o in &os {
+        let turns = o["conversation"].as_array().unwrap();
+        for t in turns {
+            assert_eq!(t["score"]["exact"], json!(true), "{} {t}", o["query_id"]);
+        }
+        let requests = o["requests"].as_array().unwrap();
+        for (i, r) in requests.iter().enumerate() {
+            let (read, predicted) = (
+                r["usage"]["cached_input"].as_u64().unwrap(),
+                r["cached_prefix"].as_u64().unwrap_or(0),
+            );
+            // The added server's tools sort into the list: the prefix discbench counts
+            // ends inside the tool list, where no breakpoint was written.
+            if i > 0 && r["tools_visible"] != requests[i - 1]["tools_visible"] {
+                grown += 1;
+                assert!(read <= predicted, "{} request {}", o["query_id"], i + 1);
+            } else {
+                assert_eq!(read, predicted, "{} request {}", o["query_id"], i + 1);
+            }
+        }
+        for t in &turns[1..] {
+            let first = t["first_request_index"].as_u64().unwrap() as usize;
+            later_reads += usize::from(requests[first]["usage"]["cached_input"].as_u64() > Some(0));
+        }
+    }
+    assert!(
+        later_reads > 0,
+        "later turns read the conversation before them"
+    );
+    assert!(grown > 0, "the added server changes the tool list");
+    // The newest message's last block carries the moving breakpoint on every request.
+    let seen = server.seen.lock().unwrap().clone();
+    let mark = json!({"type": "ephemeral", "ttl": "5m"});
+    assert!(seen.len() > 12, "requests of several turns");
+    for s in &seen {
+        let messages = s.body["messages"].as_array().unwrap();
+        let last = messages.last().unwrap();
+        assert_eq!(
+            last["content"].as_array().unwrap().last().unwrap()["cache_control"],
+            mark
+        );
+    }
 }
 
 /// Where the provider's rules part from the prediction, the measure shows it: a
@@ -452,10 +538,12 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
         let key = b["prompt_cache_key"].as_str().unwrap().to_string();
         assert_eq!(keys.entry(first).or_insert_with(|| key.clone()), &key);
     }
+    // A selection request opens with its own prompt yet belongs to its episode: the
+    // keys are one per episode (work item and repeat), whatever the first message.
     let distinct: std::collections::HashSet<&String> = keys.values().collect();
-    assert_eq!(distinct.len(), keys.len(), "conversations share no key");
     let os = outcomes(&tmp.path().join("x"));
     assert_eq!(os.len(), 42);
+    assert_eq!(distinct.len(), os.len(), "one key per episode, none shared");
     let mut rounded = 0;
     for o in &os {
         assert_eq!(o["score"]["exact"], json!(true), "{}", o["query_id"]);
@@ -468,12 +556,85 @@ fn openai_responses_answers_exact_and_its_cache_reads_the_prediction_in_128_toke
             } else {
                 0
             };
-            assert_eq!(read, expected, "{} turn {}", o["query_id"], t["turn"]);
+            assert_eq!(read, expected, "{} request {}", o["query_id"], t["request"]);
             rounded += usize::from(read != predicted);
         }
     }
     assert!(rounded > 0, "some prefix falls between two steps");
     assert!(namespaced > 0 && namespaced_calls > 0);
+}
+
+/// Conversations on the Responses API: every turn's requests carry the whole
+/// conversation, one `prompt_cache_key` holds for all of them, and OpenAI's cache
+/// (emulated as its guide documents it, one cache per key) reads, request by request
+/// and across turns, the prefix discbench predicts, rounded down to its step — where
+/// the selection step's new pick at a turn and a turn's `adds` break it too.
+#[test]
+fn a_conversation_s_cache_on_the_responses_api_reads_the_prediction_across_turns() {
+    let scenario = "scenarios/conversations.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    let server = responses(world);
+    let tmp = tempfile::tempdir().unwrap();
+    // A conversation with a server added at turn 3, one whose turns all use the same
+    // systems, and one that ends on a thanks.
+    let picked = [
+        "printers-9987-approval-slack-added",
+        "refund-dock-9921-stepwise",
+        "repeat-damage-sev2-escalation",
+    ];
+    let mut cmd = bin();
+    cmd.args(["run", scenario, "--mode", "legacy"]);
+    for q in picked {
+        cmd.args(["--query", q]);
+    }
+    let o = cmd
+        .args(["--model", "openai-responses:gpt-test"])
+        .args(["--openai-base-url", &format!("{}/v1", server.url)])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    ok(&o);
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), picked.len());
+    let (mut later_reads, mut breaks) = (0, 0);
+    for o in &os {
+        let turns = o["conversation"].as_array().unwrap();
+        assert!(turns.len() >= 4, "{}", o["query_id"]);
+        for t in turns {
+            assert_eq!(t["score"]["exact"], json!(true), "{} {t}", o["query_id"]);
+        }
+        let requests = o["requests"].as_array().unwrap();
+        for (i, r) in requests.iter().enumerate() {
+            let predicted = r["cached_prefix"].as_u64().unwrap_or(0);
+            let tokens = r["request_tokens"].as_u64().unwrap();
+            let read = r["usage"]["cached_input"].as_u64().unwrap();
+            let expected = if tokens >= 1024 {
+                predicted / 128 * 128
+            } else {
+                0
+            };
+            assert_eq!(read, expected, "{} request {}", o["query_id"], i + 1);
+            if i > 0 {
+                let before = requests[i - 1]["request_tokens"].as_u64().unwrap();
+                breaks += usize::from(predicted < before);
+            }
+        }
+        // The first request of each later turn reads what came before it.
+        for t in &turns[1..] {
+            let first = t["first_request_index"].as_u64().unwrap() as usize;
+            later_reads += usize::from(requests[first]["usage"]["cached_input"].as_u64() > Some(0));
+        }
+    }
+    assert!(
+        later_reads > 0,
+        "later turns read the conversation before them"
+    );
+    assert!(
+        breaks > 0,
+        "some request changes the tools or the system prompt"
+    );
 }
 
 /// `allowed-tools` on the Responses API: every request of a conversation sends the
@@ -708,12 +869,20 @@ fn native_tool_search_runs_the_built_in_suite_end_to_end() {
         };
         let tmp = tempfile::tempdir().unwrap();
         let mut cmd = bin();
-        cmd.args(["run", "scenarios", "--mode", &mode])
-            .args(["--model", &format!("{provider_name}:test")])
-            .args(["--run-id", "x", "--no-progress", "--out"])
-            .arg(tmp.path())
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY");
+        // The single-query scenarios of the suite (the conversations have tests of
+        // their own against these servers).
+        cmd.args([
+            "run",
+            "scenarios/enterprise-hub.yaml",
+            "scenarios/mcp-reference.yaml",
+        ])
+        .args(["scenarios/large-catalog.yaml", "scenarios/scale-hub.yaml"])
+        .args(["--mode", &mode])
+        .args(["--model", &format!("{provider_name}:test")])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY");
         if provider_name == "anthropic" {
             cmd.args(["--anthropic-base-url", &server.url]);
         } else {

@@ -50,16 +50,22 @@ fn concurrency_changes_no_outcome_on_the_built_in_suite() {
     let eight = run(&tmp.path().join("eight"), &["scenarios"], &["--jobs", "8"]);
     let (a, b) = (sorted_lines(&one), sorted_lines(&eight));
     assert!(a.len() > 500, "{}", a.len());
-    // Small records: long texts live in texts.jsonl, so the mean line of the
-    // built-in suite stays within 3 KB (a deterministic size, not a timing).
-    let bytes: usize = read(&one.join("outcomes.jsonl"))
-        .lines()
-        .map(str::len)
+    // Small records: long texts live in texts.jsonl, so the built-in suite's lines
+    // hold at most 3 KB per user turn on average (a single query is one turn, a
+    // conversation's line holds all of its turns; a deterministic size, not a timing).
+    let text = read(&one.join("outcomes.jsonl"));
+    let bytes: usize = text.lines().map(str::len).sum();
+    let turns: usize = (text.lines())
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["conversation"].as_array().map_or(1, Vec::len)
+        })
         .sum();
+    assert!(turns > a.len(), "the suite holds conversations");
     assert!(
-        bytes / a.len() <= 3 * 1024,
-        "mean line {} bytes",
-        bytes / a.len()
+        bytes / turns <= 3 * 1024,
+        "mean {} bytes per turn",
+        bytes / turns
     );
     assert_eq!(a.len(), b.len());
     for (x, y) in a.iter().zip(&b) {

@@ -599,3 +599,337 @@ fn allowed_tools_sends_every_definition_and_refuses_calls_outside_the_pick() {
     assert!(discbench::strategy::Mode::parse("allowed-tools,selection=off").is_err());
     assert!(discbench::strategy::Mode::parse("tool-search,allowed=on").is_err());
 }
+
+fn conversations() -> Scenario {
+    scenario::load(Path::new("fixtures/conversations/small.yaml")).unwrap()
+}
+
+/// The turn `t` (from 1) of a conversation's outcome.
+fn turn(o: &Outcome, t: usize) -> &discbench::record::TurnOutcome {
+    &o.conversation[t - 1]
+}
+
+/// What an earlier turn loaded stays loaded, as each strategy's real counterpart keeps
+/// it: a server discovered (progressive), a tool description read (the MCP-PD
+/// authorization lasts the session), a tool a search found (its reference stays in the
+/// conversation) — so the oracle, which never calls blind, calls it at once.
+#[test]
+fn a_conversation_keeps_what_earlier_turns_loaded() {
+    let sc = conversations();
+    let twice = query(&sc, "book-twice");
+    for (mode, counter) in [
+        ("progressive", None),
+        ("mcp-resource", Some("resource_reads")),
+        ("tool-search", Some("searches")),
+    ] {
+        let o = episode(&sc, mode, "oracle", twice);
+        assert!(o.score.exact, "{mode}: {:?}", o.conversation);
+        assert_eq!(o.conversation.len(), 2);
+        let (first, second) = (turn(&o, 1), turn(&o, 2));
+        // The first turn found the tool its own way; the second went straight to it.
+        match counter {
+            None => {
+                assert!(first.protocol.discovery_calls > 0, "{mode}");
+                assert_eq!(second.protocol.discovery_calls, 0, "{mode}");
+            }
+            Some(c) => {
+                assert!(first.protocol.count(c) > 0, "{mode}: {c}");
+                assert_eq!(second.protocol.count(c), 0, "{mode}: {c}");
+            }
+        }
+        assert_eq!(second.calls, 1, "{mode}: one call, the booking");
+        assert_eq!(second.requests, 2, "{mode}: the call, then the answer");
+    }
+    // A turn that needs nothing makes no call, and the next one refers back to the
+    // first turn's result (the event id it returned).
+    let o = episode(
+        &sc,
+        "progressive",
+        "oracle",
+        query(&sc, "cancel-then-rebook"),
+    );
+    assert!(o.score.exact);
+    assert_eq!(turn(&o, 2).calls, 0);
+    assert_eq!(turn(&o, 2).score.abstain_ok, Some(true));
+    // The conversation's figures are its turns' together.
+    let billed: usize = o.conversation.iter().map(|t| t.tokens.billed_input).sum();
+    assert_eq!(o.tokens.billed_input, billed);
+    assert_eq!(
+        o.requests.len(),
+        o.conversation.iter().map(|t| t.requests).sum::<usize>()
+    );
+    assert_eq!(o.tokens.first_request, turn(&o, 1).tokens.first_request);
+    // Every request of a later turn sends the whole conversation before it.
+    assert!(turn(&o, 3).tokens.first_request > turn(&o, 2).tokens.first_request);
+}
+
+/// What a turn adds is in no context before it: no request of an earlier turn shows
+/// the added server's tool, and from its turn on it is there, its definitions
+/// counted as tool definitions of that turn.
+#[test]
+fn what_a_turn_adds_is_in_no_request_before_it() {
+    let sc = conversations();
+    let q = query(&sc, "notes-arrive-later");
+    for mode in ["legacy", "progressive", "tool-search"] {
+        let o = episode(&sc, mode, "oracle", q);
+        assert!(o.score.exact, "{mode}: {:?}", o.conversation);
+        let second = turn(&o, 2);
+        for r in &o.requests[..second.first_request_index] {
+            for e in &r.entered {
+                let text = e.text.as_deref().unwrap_or("");
+                assert!(
+                    !text.contains("add_note") && !e.what.contains("add_note"),
+                    "{mode}: request {} shows the notes server: {}",
+                    r.request,
+                    e.what
+                );
+            }
+        }
+        if mode == "progressive" {
+            // The `mcp` meta-tool's description lists the servers: it gained the
+            // notes server's stub, counted as that turn's tool definitions.
+            assert!(second.tokens.tool_defs > 0, "{mode}");
+        }
+        if mode == "legacy" {
+            let tools = |t: &discbench::record::TurnOutcome| {
+                o.requests[t.first_request_index].tools_visible
+            };
+            assert_eq!(tools(turn(&o, 1)) + 1, tools(second));
+            assert!(
+                second.tokens.tool_defs > 0,
+                "added definitions are tool definitions"
+            );
+        }
+    }
+}
+
+/// A skill a turn adds joins the system prompt's stubs from that turn on: what the
+/// system prompt gained is system-prompt tokens of that turn, and no earlier request
+/// names the skill.
+#[test]
+fn a_skill_a_turn_adds_grows_the_system_prompt_from_that_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skill-added.yaml");
+    std::fs::write(
+        &path,
+        r#"name: skill-added
+catalog:
+  skills:
+    - name: Refund Policy
+      description: How refunds are approved and paid.
+      content: Refunds over 100 EUR need a manager's approval.
+  mcp_servers:
+    - name: cal
+      description: The team calendar.
+      tools:
+        - name: list_events
+          description: List the meetings on a day.
+          inputSchema: {type: object, properties: {day: {type: string}}, required: [day]}
+          response: {events: []}
+queries:
+  - id: policy-later
+    turns:
+      - text: What is on the calendar on 2026-12-01?
+        expect:
+          calls: [{address: mcp:cal/list_events, args: {day: ["2026-12-01"]}}]
+      - adds: [skill:Refund Policy]
+        text: What does our refund policy say about large refunds?
+        expect:
+          calls: [skill:Refund Policy]
+"#,
+    )
+    .unwrap();
+    let sc = scenario::load(&path).unwrap();
+    let o = episode(&sc, "progressive", "oracle", 0);
+    assert!(o.score.exact, "{:?}", o.conversation);
+    let second = turn(&o, 2);
+    for r in &o.requests[..second.first_request_index] {
+        for e in &r.entered {
+            let text = e.text.as_deref().unwrap_or("");
+            assert!(
+                !text.contains("Refund Policy"),
+                "request {}: {}",
+                r.request,
+                e.what
+            );
+        }
+    }
+    let first = &o.requests[second.first_request_index];
+    let grown: Vec<_> = (first.entered.iter())
+        .filter(|e| e.what == "system prompt, grown at turn 2")
+        .collect();
+    assert_eq!(grown.len(), 1, "{:?}", first.entered);
+    assert!(grown[0].tokens > 0);
+    assert_eq!(second.tokens.system, grown[0].tokens);
+    assert!(grown[0].text.as_deref().unwrap().contains("Refund Policy"));
+    assert_eq!(o.tokens.system, turn(&o, 1).tokens.system + grown[0].tokens);
+}
+
+/// A conversation is one work item: recorded and replayed whole, its figures the
+/// same; and the summary keeps conversation-level figures apart from turn-level ones.
+#[test]
+fn a_recorded_conversation_replays_and_is_summarized_per_turn_and_whole() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_discbench");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(bin)
+            .args([
+                "run",
+                "fixtures/conversations/small.yaml",
+                "--mode",
+                "progressive",
+            ])
+            .args(["--out"])
+            .arg(tmp.path())
+            .args(["--no-progress"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&["--run-id", "rec", "--record"]);
+    let rec = tmp.path().join("rec");
+    run(&[
+        "--run-id",
+        "rep",
+        "--model",
+        &format!("replay:{}", rec.display()),
+    ]);
+    let read = |d: &str| std::fs::read_to_string(tmp.path().join(d).join("summary.json")).unwrap();
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&read("rec")).unwrap(),
+        serde_json::from_str(&read("rep")).unwrap(),
+    );
+    assert_eq!(a["groups"], b["groups"], "the replay is the recorded run");
+    let g = a["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["model"] == "oracle")
+        .unwrap();
+    // Outcomes are lines: 4 queries under 2 models, whatever their turns.
+    assert_eq!(a["outcomes"], 8);
+    // Turn-level: 9 turns (3 + 3 + 2 + the single query); conversation-level: 4.
+    assert_eq!(g["n"], 9);
+    assert_eq!(g["conversations"]["n"], 4);
+    assert_eq!(g["conversations"]["exact"]["k"], 4);
+    let by_turn = g["conversations"]["by_turn"].as_array().unwrap();
+    assert_eq!(by_turn.len(), 3);
+    assert_eq!(by_turn[2]["n"], 2, "two conversations reach a third turn");
+    // Billed input grows turn by turn.
+    assert!(by_turn[1]["cum_billed"].as_f64() > by_turn[0]["cum_billed"].as_f64());
+    // Conversation level per query: one row per conversation, with each turn's
+    // exact count; a single query has none.
+    let q = &a["queries"];
+    let rows: Vec<&Value> = (q.as_array().unwrap().iter())
+        .filter(|r| r["model"] == "oracle")
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for r in &rows {
+        let turns = r["turns"].as_array().map_or(0, Vec::len);
+        let expected = match r["query_id"].as_str().unwrap() {
+            "single" => 0,
+            "book-twice" => 2,
+            _ => 3,
+        };
+        assert_eq!(turns, expected, "{r}");
+    }
+    // `compare` names the conversation and the turn whose result changed: a baseline
+    // in which the oracle failed turn 2 of `book-twice` every time.
+    let mut base = a.clone();
+    for r in base["queries"].as_array_mut().unwrap() {
+        if r["model"] == "oracle" && r["query_id"] == "book-twice" {
+            r["exact"] = json!(0);
+            r["turns"] = json!([r["n"], 0]);
+        }
+    }
+    let baseline = tmp.path().join("baseline.json");
+    std::fs::write(&baseline, base.to_string()).unwrap();
+    let o = std::process::Command::new(bin)
+        .arg("compare")
+        .arg(&baseline)
+        .arg(&rec)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("book-twice (turn 2)"), "{said}");
+    // One row per turn in the Parquet export, with the conversation's figures.
+    let df = {
+        use polars::prelude::*;
+        let p = rec.join("outcomes.parquet").to_string_lossy().into_owned();
+        LazyFrame::scan_parquet(PlRefPath::new(p.as_str()), ScanArgsParquet::default())
+            .unwrap()
+            .collect()
+            .unwrap()
+    };
+    let oracle = df
+        .column("model")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .filter(|m| *m == Some("oracle"))
+        .count();
+    assert_eq!(oracle, 9, "one row per turn");
+    for c in [
+        "turn",
+        "turns",
+        "conv_exact",
+        "conv_billed",
+        "cum_billed",
+        "cum_billed_cached",
+    ] {
+        assert!(df.column(c).is_ok(), "column {c}");
+    }
+    // The same rows in outcomes.csv: a header, then 9 turns under each of 2 models.
+    let csv = std::fs::read_to_string(rec.join("outcomes.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for c in ["query_id", "turn", "turns", "conv_exact", "cum_billed"] {
+        assert!(header.contains(&c), "outcomes.csv lacks {c}");
+    }
+    let back = {
+        use polars::prelude::*;
+        CsvReadOptions::default()
+            .try_into_reader_with_file_path(Some(rec.join("outcomes.csv")))
+            .unwrap()
+            .finish()
+            .unwrap()
+    };
+    assert_eq!(back.height(), 18);
+    let third = (back.column("turn").unwrap().i64().unwrap().iter())
+        .filter(|t| *t == Some(3))
+        .count();
+    assert_eq!(
+        third, 4,
+        "two conversations reach a third turn, under 2 models"
+    );
+    // summary.md and JUnit speak of conversations: a failing conversation is one
+    // test case that names its failing turn.
+    let md = std::fs::read_to_string(rec.join("summary.md")).unwrap();
+    assert!(
+        md.contains("Conversations (the table above counts turns)"),
+        "{md}"
+    );
+    let junit = std::fs::read_to_string(rec.join("junit.xml")).unwrap();
+    let cases = junit.matches("<testcase ").count();
+    assert_eq!(cases, 8, "one case per conversation and query, per model");
+    let lexical_failed = (b["queries"].as_array().unwrap().iter())
+        .filter(|r| r["model"] == "lexical" && r["turns"].is_array() && r["exact"] == 0)
+        .count();
+    assert!(lexical_failed > 0, "the lexical model fails a conversation");
+    assert_eq!(
+        junit.matches("<failure message=\"turn ").count(),
+        lexical_failed,
+        "{junit}"
+    );
+    // The page: billed input over turns, exact by turn, and the drill-down's turns.
+    let page = std::fs::read_to_string(rec.join("index.html")).unwrap();
+    assert!(page.contains("Conversations: exact by turn"));
+    assert!(page.contains("small-conversations: billed input over turns"));
+    let svg = std::fs::read_to_string(rec.join("plots/turns-small-conversations.svg")).unwrap();
+    assert!(svg.contains("billed input over turns"), "{svg:.300}");
+    assert!(
+        svg.contains("n=2"),
+        "the third turn's point names its 2 conversations"
+    );
+}

@@ -170,6 +170,10 @@ pub struct QueryChange {
     pub query_id: String,
     pub baseline_exact: f64,
     pub current_exact: f64,
+    /// A conversation's turns (from 1) whose exact rate changed, when both sides
+    /// have the same turns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<usize>,
 }
 
 /// One query of one group.
@@ -511,6 +515,7 @@ fn compare_queries(
                 query_id: b.query_id.clone(),
                 baseline_exact: be,
                 current_exact: ce,
+                turns: changed_turns(b, c),
             });
         }
     }
@@ -520,6 +525,19 @@ fn compare_queries(
         }
     }
     (changes, missing, added)
+}
+
+/// The turns of a conversation whose exact rate differs between two runs (none when
+/// either is a single query or their turns differ in number).
+fn changed_turns(b: &QueryRow, c: &QueryRow) -> Vec<usize> {
+    if b.turns.is_empty() || b.turns.len() != c.turns.len() {
+        return Vec::new();
+    }
+    let rate = |q: &QueryRow, t: usize| q.turns[t] as f64 / q.n as f64;
+    (0..b.turns.len())
+        .filter(|&t| (rate(b, t) - rate(c, t)).abs() > 1e-12)
+        .map(|t| t + 1)
+        .collect()
 }
 
 fn fmt_value(unit: Unit, v: f64) -> String {
@@ -639,7 +657,17 @@ pub fn markdown(c: &Comparison) -> String {
                 q.scenario,
                 q.mode,
                 q.model,
-                q.query_id,
+                match q.turns.as_slice() {
+                    [] => q.query_id.clone(),
+                    ts => format!(
+                        "{} (turn {})",
+                        q.query_id,
+                        ts.iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
                 q.baseline_exact * 100.0,
                 q.current_exact * 100.0
             );
@@ -651,6 +679,28 @@ pub fn markdown(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_changed_conversation_names_the_turns_that_changed() {
+        let row = |exact: u64, turns: Vec<u64>| QueryRow {
+            scenario: "s".into(),
+            mode: "m".into(),
+            model: "o".into(),
+            query_id: "c".into(),
+            n: 4,
+            exact,
+            first_request: 100.0,
+            infra: 0,
+            turns,
+        };
+        assert_eq!(
+            changed_turns(&row(4, vec![4, 4, 4]), &row(2, vec![4, 3, 2])),
+            vec![2, 3]
+        );
+        // A single query names no turn; turns that differ in number are not compared.
+        assert!(changed_turns(&row(4, vec![]), &row(2, vec![])).is_empty());
+        assert!(changed_turns(&row(4, vec![4, 4]), &row(2, vec![4, 4, 2])).is_empty());
+    }
 
     #[test]
     fn thresholds_parse_and_reject_unknown_metrics() {

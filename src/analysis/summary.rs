@@ -114,6 +114,39 @@ pub struct Group {
     /// reported cache figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheStat>,
+    /// Conversations (queries of several user turns): the conversation-level figures.
+    /// The group's own figures are then per turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<ConvStat>,
+}
+
+/// The conversation-level figures of a group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConvStat {
+    /// Conversations scored (infra errors apart).
+    pub n: u64,
+    /// Conversations exact: every turn exact.
+    pub exact: Rate,
+    /// A conversation's billed input, whole, and the same with every cacheable prefix
+    /// a cache hit.
+    pub billed_input: Stat,
+    pub billed_cached: Stat,
+    /// By turn index (from 1).
+    pub by_turn: Vec<TurnPoint>,
+    /// (turn, conversations whose first failing turn it is), by turn.
+    pub first_failing: Vec<(u64, u64)>,
+}
+
+/// The turns at one index of a group's conversations.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TurnPoint {
+    pub turn: u64,
+    /// Conversations that reached this turn.
+    pub n: u64,
+    pub exact: Rate,
+    /// Median billed input through this turn (cumulative), and with the cache.
+    pub cum_billed: f64,
+    pub cum_billed_cached: f64,
 }
 
 /// The surfacing measures of a group: means over its outcomes that expect a call.
@@ -229,6 +262,10 @@ pub struct QueryRow {
     /// Outcomes of this query that were infra errors (not in `n`).
     #[serde(default)]
     pub infra: u64,
+    /// A conversation's turns: how many of its `n` outcomes had each turn exact (turn
+    /// 1 first); empty for a single query.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<u64>,
 }
 
 /// Everything a report shows, computed from the outcomes alone.

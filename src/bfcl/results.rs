@@ -168,7 +168,7 @@ pub fn judge(
     // irrelevance entry answered with a malformed call counts as an abstention there.
     // It is kept here (no text calls, nothing malformed) so that the agreement with
     // BFCL's checker holds; runs judge what the model tried (see `score::score`).
-    let s = score::score(query, &calls, 0, &[], &sc.catalog, dbs);
+    let s = score::score(&query.expect, &calls, 0, &[], &sc.catalog, dbs);
     let valid = s.exact && s.args_ok != Some(false);
     let reason = (!valid).then(|| reason(sc, query, &calls));
     Verdict {

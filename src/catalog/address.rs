@@ -136,6 +136,59 @@ impl Serialize for Resource {
     }
 }
 
+/// What a conversation's turn adds to the catalog (`adds:`): a whole resource
+/// (`mcp:calendar`, `connector:jira`, `database:hr`, `skill:<name>`, `builtin:<name>`)
+/// or one tool or action of one (`mcp:calendar/create_event`,
+/// `connector:jira/create_issue`), as after a server's `tools/list_changed`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Part {
+    Whole(Resource),
+    One(Address),
+}
+
+impl Part {
+    /// Whether the part holds this address.
+    pub fn covers(&self, a: &Address) -> bool {
+        match self {
+            Part::Whole(r) => a.resource() == *r,
+            Part::One(x) => x == a,
+        }
+    }
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Part::Whole(r) => r.fmt(f),
+            Part::One(a) => a.fmt(f),
+        }
+    }
+}
+
+impl FromStr for Part {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let one =
+            matches!(s.split_once(':'), Some(("mcp" | "connector", rest)) if rest.contains('/'));
+        if one {
+            s.parse().map(Part::One)
+        } else {
+            s.parse().map(Part::Whole).map_err(|_| {
+                format!(
+                    "`{s}` is not a resource or a tool: use mcp:<server>, connector:<name>, database:<name>, skill:<name>, builtin:<name>, or one tool: mcp:<server>/<tool>, connector:<name>/<action>"
+                )
+            })
+        }
+    }
+}
+
+impl Serialize for Part {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl Address {
     /// The resource this address belongs to.
     pub fn resource(&self) -> Resource {
@@ -165,6 +218,20 @@ mod tests {
             let a: Address = s.parse().unwrap();
             assert_eq!(a.to_string(), s);
         }
+    }
+
+    #[test]
+    fn parts_are_resources_or_single_tools() {
+        let p: Part = "mcp:calendar".parse().unwrap();
+        assert_eq!(p, Part::Whole(Resource::Mcp("calendar".into())));
+        let one: Part = "mcp:calendar/create_event".parse().unwrap();
+        let create = Address::Mcp("calendar".into(), "create_event".into());
+        assert_eq!(one, Part::One(create.clone()));
+        assert!(p.covers(&create) && one.covers(&create));
+        assert!(!one.covers(&Address::Mcp("calendar".into(), "list".into())));
+        assert_eq!(one.to_string(), "mcp:calendar/create_event");
+        assert!("calendar".parse::<Part>().is_err());
+        assert!("database:hr".parse::<Part>().is_ok());
     }
 
     #[test]

@@ -11,6 +11,6 @@ pub mod address;
 pub mod tool_names;
 pub mod types;
 
-pub use address::{Address, Resource};
+pub use address::{Address, Part, Resource};
 pub use tool_names::{mcp_tool_name, safe_name};
 pub use types::*;

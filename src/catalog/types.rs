@@ -318,6 +318,19 @@ impl Catalog {
         }
     }
 
+    /// The catalog without what `hidden` covers (a conversation's parts added later).
+    pub fn without(&self, hidden: &[super::address::Part]) -> Catalog {
+        if hidden.is_empty() {
+            return self.clone();
+        }
+        let keep: std::collections::HashSet<Address> = self
+            .addresses()
+            .into_iter()
+            .filter(|a| !hidden.iter().any(|p| p.covers(a)))
+            .collect();
+        self.restricted(&keep)
+    }
+
     /// The catalog with only the addresses in `keep` (a connector or MCP server keeps
     /// the actions or tools kept, and goes when none is; fixture answers follow).
     pub fn restricted(&self, keep: &std::collections::HashSet<Address>) -> Catalog {

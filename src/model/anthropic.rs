@@ -47,6 +47,7 @@ impl Api for Messages {
         e: &Endpoint,
         purpose: Purpose,
         cx: &Context,
+        _conversation: &str,
     ) -> reqwest::RequestBuilder {
         let mut req = client
             .post(format!("{}/v1/messages", e.base_url))

@@ -112,9 +112,23 @@ pub type StateView = Arc<Mutex<State>>;
 /// strategy's protocol, with a view of the episode state. Requests never carry it.
 #[derive(Clone)]
 pub struct GroundTruth {
+    /// The first turn's expectation and protocol (a single query's only ones).
     pub expect: Expect,
     pub protocol: Arc<Composite>,
     pub state: StateView,
+    /// A conversation's later turns: each one's expectation and protocol (the catalog
+    /// may grow between turns); the state says which turn is being answered.
+    pub later: Vec<(Expect, Arc<Composite>)>,
+}
+
+impl GroundTruth {
+    /// The expectation and protocol of turn `t` (0-based).
+    pub fn turn(&self, t: usize) -> (&Expect, &Arc<Composite>) {
+        match t.checked_sub(1).and_then(|i| self.later.get(i)) {
+            Some((e, p)) => (e, p),
+            None => (&self.expect, &self.protocol),
+        }
+    }
 }
 
 /// One model endpoint (or mock), shared across the tasks of a run.

@@ -103,12 +103,15 @@ pub struct Endpoint {
 /// failures to [`ModelError`]s are shared ([`HttpBackend`]).
 pub trait Api: Send + Sync + 'static {
     /// The request for `cx`, addressed, authenticated and with its body.
+    /// `conversation` names the episode (its work item, repeat included): the
+    /// provider's cache key where the API takes one.
     fn request(
         &self,
         client: &reqwest::Client,
         e: &Endpoint,
         purpose: Purpose,
         cx: &Context,
+        conversation: &str,
     ) -> reqwest::RequestBuilder;
     /// Reads a successful answer to a request for `cx`.
     fn parse(&self, v: &Value, cx: &Context) -> Result<Answer, ModelError>;
@@ -169,11 +172,12 @@ impl<A: Api> Backend for HttpBackend<A> {
         self.api.names()
     }
 
-    fn open(&self, _key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
+    fn open(&self, key: &OutcomeKey, _truth: Option<GroundTruth>) -> Box<dyn Session> {
         Box::new(HttpSession {
             api: self.api.clone(),
             endpoint: self.endpoint.clone(),
             client: self.client.clone(),
+            conversation: conversation_key(key),
         })
     }
 }
@@ -182,6 +186,15 @@ struct HttpSession<A: Api> {
     api: Arc<A>,
     endpoint: Endpoint,
     client: reqwest::Client,
+    /// The episode's name for the provider's cache ([`conversation_key`]).
+    conversation: String,
+}
+
+/// The name of one episode's conversation (one work item, one repeat): every request
+/// of it, across its user turns, shares it, and no other episode does.
+pub fn conversation_key(key: &OutcomeKey) -> String {
+    let h = crate::hash::content_hash(key.to_string().as_bytes());
+    format!("discbench-{}", &h[..h.len().min(24)])
 }
 
 #[async_trait::async_trait]
@@ -192,9 +205,13 @@ impl<A: Api> Session for HttpSession<A> {
         let map = (self.api.names()).and_then(|r| crate::names::NameMap::of(request.context, &r));
         let mapped = map.as_ref().map(|m| m.apply(request.context));
         let cx = mapped.as_ref().unwrap_or(request.context);
-        let req = self
-            .api
-            .request(&self.client, &self.endpoint, request.purpose, cx);
+        let req = self.api.request(
+            &self.client,
+            &self.endpoint,
+            request.purpose,
+            cx,
+            &self.conversation,
+        );
         let started = Instant::now();
         let resp = req.send().await.map_err(send_error)?;
         let status = resp.status().as_u16();

@@ -35,6 +35,7 @@ impl Api for ChatCompletions {
         e: &Endpoint,
         purpose: Purpose,
         cx: &Context,
+        _conversation: &str,
     ) -> reqwest::RequestBuilder {
         let mut req = client
             .post(format!("{}/chat/completions", e.base_url))

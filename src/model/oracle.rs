@@ -95,9 +95,13 @@ impl OracleSession {
         let Some(truth) = &self.truth else {
             return Response::say("Done.");
         };
+        let state = truth.state.lock().expect("episode state");
+        // The turn being answered: its expectation, its protocol, and its own calls
+        // (what an earlier turn loaded stays loaded; what it executed is its own).
+        let (expect, protocol) = truth.turn(state.turn);
         // Each step's first alternative, as often as the step says, in listed order;
         // skills first: a careful model reads the procedure before acting.
-        let calls = truth.expect.canonical_calls();
+        let calls = expect.canonical_calls();
         let mut targets: Vec<&ExpectedCall> = calls
             .iter()
             .copied()
@@ -109,15 +113,14 @@ impl OracleSession {
                 .copied()
                 .filter(|c| !matches!(c.address, Address::Skill(_))),
         );
-        let protocol = &truth.protocol;
         if let Purpose::Select { max } = request.purpose {
             let mut tools = protocol.tools_for(&targets);
             tools.truncate(max);
             return super::mock::selection_answer(request.context, &tools);
         }
-        let state = truth.state.lock().expect("episode state");
         // The same address may be expected twice (e.g. two cities): the k-th
-        // expectation of an address is met by its k-th execution.
+        // expectation of an address is met by its k-th execution in this turn.
+        let executed = &state.executed[state.turn_start.min(state.executed.len())..];
         let done = |k: usize| {
             let t = targets[k];
             let earlier = targets[..k]
@@ -126,7 +129,7 @@ impl OracleSession {
                 .count();
             match &t.address {
                 Address::Skill(n) => state.loaded_skills.contains(n),
-                a => state.executed.iter().filter(|e| *e == a).count() > earlier,
+                a => executed.iter().filter(|e| *e == a).count() > earlier,
             }
         };
         for (k, t) in targets.iter().enumerate() {

@@ -11,8 +11,8 @@
 //! description (each function keeping discbench's name for it, each call of one
 //! naming its `namespace`), the others stand alone. `store` is off, so each request
 //! carries the whole conversation, as discbench counts it; the conversation's
-//! `prompt_cache_key` (a hash of its system prompt and query) keeps its requests on
-//! one cache. The selection step forces `{"type": "function"}`, or asks for
+//! `prompt_cache_key` (one per conversation and repeat: a hash of its work item) keeps
+//! its requests on one cache, whatever a strategy does to the system prompt. The selection step forces `{"type": "function"}`, or asks for
 //! a JSON object (`text.format`). When a strategy limits what may be called without
 //! changing the tool list, `tool_choice` is `allowed_tools`.
 //!
@@ -49,11 +49,12 @@ impl Api for Responses {
         e: &Endpoint,
         purpose: Purpose,
         cx: &Context,
+        conversation: &str,
     ) -> reqwest::RequestBuilder {
         let mut req = client
             .post(format!("{}/responses", e.base_url))
             .header("content-type", "application/json")
-            .body(body(e, purpose, cx).to_string());
+            .body(body(e, purpose, cx, conversation).to_string());
         if let Some(k) = &e.key {
             req = req.bearer_auth(k.expose());
         }
@@ -69,14 +70,8 @@ impl Api for Responses {
     }
 }
 
-/// The cache key of a conversation: its system prompt and query, hashed.
-pub fn cache_key(cx: &Context) -> String {
-    let h = crate::hash::content_hash(format!("{}\u{0}{}", cx.system, cx.query()).as_bytes());
-    format!("discbench-{}", &h[..h.len().min(24)])
-}
-
 /// The request body for a context.
-pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
+pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context, conversation: &str) -> Value {
     let native = cx.native.as_deref();
     let client = native.filter(|n| n.execution == Execution::Client);
     let strict = endpoint.sampling.strict();
@@ -164,7 +159,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context) -> Value {
     b.insert("input".into(), Value::Array(input));
     b.insert("store".into(), json!(false));
     if endpoint.cache.enabled {
-        b.insert("prompt_cache_key".into(), json!(cache_key(cx)));
+        b.insert("prompt_cache_key".into(), json!(conversation));
     }
     if !cx.tools.is_empty() {
         let mut tools = Grouped::new(&groups);
@@ -538,7 +533,7 @@ mod tests {
             ],
         ));
         cx.allowed = Some(vec!["time__now".into(), "calc".into()]);
-        let b = body(&endpoint(), Purpose::Act, &cx);
+        let b = body(&endpoint(), Purpose::Act, &cx, "k");
         let tools = b["tools"].as_array().unwrap();
         let shape: Vec<(String, Vec<String>)> = tools
             .iter()
@@ -587,7 +582,7 @@ mod tests {
         );
         // No groups: every function flat, as before.
         cx.groups = None;
-        let flat = body(&endpoint(), Purpose::Act, &cx);
+        let flat = body(&endpoint(), Purpose::Act, &cx, "k");
         assert!(flat["tools"]
             .as_array()
             .unwrap()
@@ -597,7 +592,12 @@ mod tests {
 
     #[test]
     fn deferred_functions_are_deferred_inside_their_namespace() {
-        let b = body(&endpoint(), Purpose::Act, &grouped(Some(Execution::Server)));
+        let b = body(
+            &endpoint(),
+            Purpose::Act,
+            &grouped(Some(Execution::Server)),
+            "k",
+        );
         let git = &b["tools"][0];
         assert_eq!(git["name"], json!("git"));
         assert!(git.get("defer_loading").is_none(), "never the namespace");
@@ -636,7 +636,7 @@ mod tests {
             content: "git__log".into(),
             references: vec!["git__log".into()],
         });
-        let b = body(&endpoint(), Purpose::Act, &cx);
+        let b = body(&endpoint(), Purpose::Act, &cx, "k");
         let out = b["input"]
             .as_array()
             .unwrap()

@@ -349,6 +349,47 @@ pub struct Outcome {
     /// (recall@k, reciprocal rank); absent when no call is expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub surfacing: Option<crate::score::surfacing::Surfacing>,
+    /// A conversation: each user turn, scored on its own (absent for a single query,
+    /// whose one turn is the outcome itself). The outcome's own score, counters and
+    /// ledger are then the conversation's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversation: Vec<TurnOutcome>,
+}
+
+/// One user turn of a conversation, and all that answered it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnOutcome {
+    /// Its place in the conversation, from 1.
+    pub turn: usize,
+    /// Its model requests: `requests[first_request_index..][..requests]` of the
+    /// outcome (the selection step's aside).
+    pub first_request_index: usize,
+    pub requests: usize,
+    /// Its calls: `calls[first_call..][..calls]` of the outcome.
+    pub first_call: usize,
+    pub calls: usize,
+    /// Judged against its own expectation, on its own calls.
+    pub score: Score,
+    pub protocol: Protocol,
+    /// Its tokens: `first_request` is its first request, `billed_input` what its
+    /// requests sent (the whole history each time).
+    pub tokens: Ledger,
+    /// What it must do (stored as the outcome's `expected` is).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub expected: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_ref: Option<String>,
+    /// Why it is not exact, in words (absent when it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
+    /// The selection step of this turn, when it ran (FIM One runs it per message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selection: Option<SelectionRecord>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surfacing: Option<crate::score::surfacing::Surfacing>,
+    /// The model's answer to the turn, when it ended with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
 }
 
 impl Outcome {

@@ -375,8 +375,25 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
             ])
         })
         .collect();
+    // A conversation's turns: where each begins among the requests, and how it did.
+    let conversation: Vec<Value> = o
+        .conversation
+        .iter()
+        .map(|t| {
+            json!([
+                t.turn,
+                t.first_request_index,
+                t.requests,
+                u8::from(t.score.exact),
+                st.opt(t.failed.as_deref()),
+                t.tokens.billed_input,
+                t.tokens.billed_cached
+            ])
+        })
+        .collect();
     let l = &o.tokens;
     json!({
+        "cv": conversation,
         "w": steps,
         "e": st.id(&expectation),
         "p": predicted,

@@ -549,11 +549,21 @@ fn comparison_html(c: &Comparison) -> String {
         for q in &c.queries {
             let _ = write!(
                 s,
-                "<li>{} / {} / {} / <b>{}</b>: {:.0}% → {:.0}%</li>",
+                "<li>{} / {} / {} / <b>{}</b>{}: {:.0}% → {:.0}%</li>",
                 esc(&q.scenario),
                 esc(&q.mode),
                 esc(&q.model),
                 esc(&q.query_id),
+                match q.turns.as_slice() {
+                    [] => String::new(),
+                    ts => format!(
+                        " (turn {})",
+                        ts.iter()
+                            .map(|t| t.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                },
                 q.baseline_exact * 100.0,
                 q.current_exact * 100.0
             );
@@ -565,6 +575,67 @@ fn comparison_html(c: &Comparison) -> String {
 }
 
 /// The outcome explorer: its filters, an empty table the script fills, and a pager.
+/// A scenario's conversations: for each group, conversations exact with their
+/// interval, turns exact at each turn index (with the conversations that reached it),
+/// and the turn each failing conversation first failed at.
+fn conversations_html(groups: &[&Group]) -> String {
+    let last = (groups.iter())
+        .filter_map(|g| g.conversations.as_ref())
+        .flat_map(|c| c.by_turn.iter().map(|p| p.turn))
+        .max()
+        .unwrap_or(1);
+    let mut h = String::from(
+        "<h3>Conversations: exact by turn, and where they first fail</h3><p class=muted>A conversation is exact when every turn is. Each turn column: turns exact at that turn, of the conversations that reached it. First failing: how many conversations first failed at each turn.</p><table class=sortable><thead><tr><th class=l>mode · model</th><th data-numeric=1>conversations</th><th data-numeric=1>exact</th>",
+    );
+    for t in 1..=last {
+        let _ = write!(h, "<th data-numeric=1>turn {t}</th>");
+    }
+    h += "<th class=l>first failing (turn: conversations)</th></tr></thead><tbody>";
+    for g in groups {
+        let Some(c) = &g.conversations else { continue };
+        let _ = write!(
+            h,
+            "<tr><td class=l>{} · {}</td><td data-v={}>{}</td><td data-v={}>{:.1}% [{:.1}, {:.1}]</td>",
+            esc(&g.mode),
+            esc(&g.model),
+            c.n,
+            c.n,
+            c.exact.rate,
+            c.exact.rate * 100.0,
+            c.exact.lo * 100.0,
+            c.exact.hi * 100.0
+        );
+        for t in 1..=last {
+            match c.by_turn.iter().find(|p| p.turn == t) {
+                Some(p) => {
+                    let _ = write!(
+                        h,
+                        "<td data-v={}>{:.1}% (n={})</td>",
+                        p.exact.rate,
+                        p.exact.rate * 100.0,
+                        p.n
+                    );
+                }
+                None => h += "<td data-v=-1>—</td>",
+            }
+        }
+        let failing: Vec<String> = (c.first_failing.iter())
+            .map(|(t, k)| format!("{t}: {k}"))
+            .collect();
+        let _ = write!(
+            h,
+            "<td class=l>{}</td></tr>",
+            if failing.is_empty() {
+                "none".to_string()
+            } else {
+                failing.join(", ")
+            }
+        );
+    }
+    h += "</tbody></table>";
+    h
+}
+
 fn explorer_section(x: &Explorer) -> String {
     format!(
         "<section id=outcomes><h2>Outcomes</h2><p class=muted>{} outcomes ({} distinct drill-downs). Filter, click a header to sort, click a row for its drill-down: turn by turn what entered the context and its tokens, and the calls as scored.</p>\
@@ -698,7 +769,16 @@ pub fn render(
         for kind in ["tokens", "accuracy", "pareto"] {
             page += &figure(&format!("{kind}-{sl}"));
         }
+        let convs: Vec<&Group> = (s.groups.iter())
+            .filter(|g| &g.scenario == sc && g.conversations.is_some())
+            .collect();
+        if !convs.is_empty() {
+            page += &figure(&format!("turns-{sl}"));
+        }
         page += "</div>";
+        if !convs.is_empty() {
+            page += &conversations_html(&convs);
+        }
         let pairs: Vec<_> = s.pairs.iter().filter(|p| &p.scenario == sc).collect();
         if !pairs.is_empty() {
             page += "<h3>Paired McNemar tests (exact match)</h3><table class=sortable><thead><tr><th class=l>model</th><th class=l>mode A</th><th class=l>mode B</th><th data-numeric=1>pairs</th><th data-numeric=1>A only</th><th data-numeric=1>B only</th><th data-numeric=1>p</th></tr></thead><tbody>";

@@ -41,6 +41,16 @@ struct Case {
     infra_error: Option<String>,
     #[serde(default)]
     cost_usd: Option<f64>,
+    /// A conversation's turns: its failure names the turns that failed, and why.
+    #[serde(default)]
+    conversation: Vec<CaseTurn>,
+}
+
+#[derive(Deserialize)]
+struct CaseTurn {
+    turn: usize,
+    #[serde(default)]
+    failed: Option<String>,
 }
 
 impl Exporter for Junit {
@@ -182,6 +192,30 @@ fn case_body(c: &Case) -> String {
         } else {
             let _ = writeln!(out, ">{props}\n    </testcase>");
         }
+    } else if !c.conversation.is_empty() {
+        // One case per conversation: the turns that failed, each with why.
+        let failed: Vec<String> = c
+            .conversation
+            .iter()
+            .filter_map(|t| {
+                t.failed
+                    .as_ref()
+                    .map(|why| format!("turn {}: {why}", t.turn))
+            })
+            .collect();
+        let first = c.conversation.iter().find(|t| t.failed.is_some());
+        let _ = writeln!(
+            out,
+            ">{props}\n      <failure message=\"turn {} of {} failed{}\">{}</failure>\n    </testcase>",
+            first.map_or(0, |t| t.turn),
+            c.conversation.len(),
+            if failed.len() > 1 {
+                format!(" (and {} more)", failed.len() - 1)
+            } else {
+                String::new()
+            },
+            esc(&failed.join("\n"))
+        );
     } else {
         let expected = c.expected.get("calls").cloned().unwrap_or(Value::Null);
         let predicted: Vec<String> = c.score.predicted.iter().map(|a| a.to_string()).collect();

@@ -122,6 +122,7 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             let _ = writeln!(out, "\n{}", super::table::UNRANKED_NOTE);
         }
         out.push('\n');
+        out.push_str(&conversations_md(s, sc));
         let pairs: Vec<_> = s.pairs.iter().filter(|p| p.scenario == sc).collect();
         if !pairs.is_empty() {
             let _ = writeln!(out, "Paired McNemar tests of exact match:\n");
@@ -140,6 +141,47 @@ pub fn render(s: &Summary, comparison: Option<&Comparison>) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// A scenario's conversations: the table above counts turns; this one counts
+/// conversations (exact when every turn is), their billed input, and where the
+/// failing ones first failed. Empty when the scenario holds none.
+fn conversations_md(s: &Summary, sc: &str) -> String {
+    let rows: Vec<_> = s
+        .groups
+        .iter()
+        .filter(|g| g.scenario == sc)
+        .filter_map(|g| g.conversations.as_ref().map(|c| (g, c)))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Conversations (the table above counts turns):\n\n| mode | model | conversations | exact [95% CI] | billed in per conversation | billed, prefix cached | first failing turn |\n|---|---|---:|---|---:|---:|---|\n");
+    for (g, c) in rows {
+        let failing = if c.first_failing.is_empty() {
+            "-".to_string()
+        } else {
+            c.first_failing
+                .iter()
+                .map(|(t, n)| format!("{t}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} [{}, {}] | {:.0} | {:.0} | {failing} |",
+            g.mode,
+            g.model,
+            c.n,
+            pct(c.exact.rate),
+            pct(c.exact.lo),
+            pct(c.exact.hi),
+            c.billed_input.median,
+            c.billed_cached.median
+        );
+    }
+    out.push('\n');
     out
 }
 

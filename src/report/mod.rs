@@ -36,7 +36,9 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
     ]
 }
 
-/// `summary.csv`, written by the aggregation module (it owns the DataFrames).
+/// `summary.csv` (one row per group) and `outcomes.csv` (the rows of
+/// `outcomes.parquet`: one per outcome, one per turn of a conversation), written by the
+/// aggregation module (it owns the DataFrames).
 struct CsvExport;
 
 impl Exporter for CsvExport {
@@ -46,7 +48,14 @@ impl Exporter for CsvExport {
     fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
         let tmp = dir.join("summary.csv.partial");
         aggregate::write_summary_csv(cx.summary, &tmp)?;
-        std::fs::rename(&tmp, dir.join("summary.csv")).context("cannot write summary.csv")
+        std::fs::rename(&tmp, dir.join("summary.csv")).context("cannot write summary.csv")?;
+        let parquet = dir.join("outcomes.parquet");
+        if parquet.is_file() {
+            let tmp = dir.join("outcomes.csv.partial");
+            aggregate::write_outcomes_csv(&parquet, &tmp)?;
+            std::fs::rename(&tmp, dir.join("outcomes.csv")).context("cannot write outcomes.csv")?;
+        }
+        Ok(())
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Row {
     pub infra_errors: u64,
     /// The provider's prompt cache: (read, predicted, written), when it reported it.
     pub cache: Option<(u64, u64, u64)>,
+    /// Conversations: (exact, conversations, the Wilson interval, median billed input
+    /// per conversation), when the group holds any.
+    pub conversations: Option<(u64, u64, (f64, f64), f64)>,
 }
 
 /// One row per group of the summary, in its order.
@@ -65,6 +68,14 @@ pub fn rows(s: &Summary) -> Vec<Row> {
                 protocol_error: g.protocol_error.rate,
                 infra_errors: g.infra_errors,
                 cache: g.cache.map(|c| (c.read, c.predicted, c.written)),
+                conversations: g.conversations.as_ref().map(|c| {
+                    (
+                        c.exact.k,
+                        c.n,
+                        (c.exact.lo, c.exact.hi),
+                        c.billed_input.median,
+                    )
+                }),
             }
         })
         .collect()
@@ -171,6 +182,20 @@ pub fn render(rows: &[Row]) -> String {
                 out,
                 "prompt cache, {} {} {}: read {read} tokens where discbench predicts {predicted}, wrote {written}",
                 r.scenario, r.mode, r.model
+            );
+        }
+    }
+    for r in rows {
+        if let Some((k, n, (lo, hi), billed)) = r.conversations {
+            let _ = writeln!(
+                out,
+                "{} · {} · {}: {k} of {n} conversations exact ({:.1}% [{:.1}%, {:.1}%]), billed input {billed:.0} per conversation (the rows above are per turn)",
+                r.scenario,
+                r.mode,
+                r.model,
+                if n > 0 { k as f64 / n as f64 * 100.0 } else { 0.0 },
+                lo * 100.0,
+                hi * 100.0
             );
         }
     }

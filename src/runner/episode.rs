@@ -6,7 +6,7 @@
 //! the [`RetryPolicy`] says, each retry announced as an event; what still fails is
 //! recorded as the outcome's infra error, apart from the model's own mistakes.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,12 +17,12 @@ use super::tally::{Scored, Tally};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
-    CacheMeasure, Entry, Layer, Outcome, OutcomeKey, RequestRecord, SelectionRecord, Usage,
-    FORMAT_VERSION,
+    CacheMeasure, Entry, Layer, Outcome, OutcomeKey, RequestRecord, SelectionRecord, TurnOutcome,
+    Usage, FORMAT_VERSION,
 };
 use crate::scenario::{Expect, Scenario};
-use crate::score;
 use crate::score::surfacing::Event as Event_;
+use crate::score::{self, Protocol, Score};
 use crate::strategy::{selection, Level, State};
 use crate::tokens::{Counter, Ledger};
 use crate::wire::{Message, Response};
@@ -34,6 +34,8 @@ pub struct Episode<'a> {
     pub scenario: &'a Scenario,
     pub query: usize,
     pub unit: &'a Unit,
+    /// A conversation whose turns add to the catalog: the unit from each such turn on.
+    pub stages: &'a [(usize, Arc<Unit>)],
     pub counter: &'a Counter,
     pub databases: &'a Databases,
     pub retry: &'a RetryPolicy,
@@ -82,14 +84,25 @@ impl Asker<'_> {
 impl Episode<'_> {
     pub async fn run(&self, backend: &dyn Backend) -> Outcome {
         let c = self.counter;
-        let unit = self.unit;
-        let comp = unit.composite.as_ref();
         let query = &self.scenario.queries[self.query];
-        let state: Arc<Mutex<State>> = Arc::new(Mutex::new(comp.new_state()));
+        let first = self.unit;
+        // The unit of each turn: a conversation whose turns add to the catalog moves
+        // to a larger view at each such turn; the state carries over.
+        let unit_of = |t: usize| -> &Unit {
+            self.stages
+                .iter()
+                .rev()
+                .find(|(at, _)| *at <= t)
+                .map_or(first, |(_, u)| u.as_ref())
+        };
+        let state: Arc<Mutex<State>> = Arc::new(Mutex::new(first.composite.new_state()));
         let truth = backend.wants_ground_truth().then(|| GroundTruth {
             expect: query.expect.clone(),
-            protocol: unit.composite.clone(),
+            protocol: first.composite.clone(),
             state: state.clone(),
+            later: (1..query.n_turns())
+                .map(|t| (query.turn_expect(t).clone(), unit_of(t).composite.clone()))
+                .collect(),
         });
         let mut asker = Asker {
             session: backend.open(self.key, truth),
@@ -97,32 +110,180 @@ impl Episode<'_> {
             retry: self.retry,
             events: self.events,
         };
-        let mut ledger = Ledger {
-            system: unit.system_tokens,
-            ..Ledger::default()
+        let mut conv = Conversation {
+            ledger: Ledger {
+                system: first.system_tokens,
+                ..Ledger::default()
+            },
+            ..Conversation::default()
         };
-        let mut infra_error = None;
+        let mut turns: Vec<Turned> = Vec::new();
+        for t in 0..query.n_turns() {
+            let unit = unit_of(t);
+            {
+                let mut st = lock(&state);
+                if t > 0 && !std::ptr::eq(unit, unit_of(t - 1)) {
+                    unit.composite.grow(&mut st);
+                }
+                st.turn = t;
+                st.turn_start = st.executed.len();
+            }
+            let turned = self
+                .turn(t, unit, backend, &mut asker, &mut conv, &state)
+                .await;
+            turns.push(turned);
+            if conv.infra_error.is_some() {
+                break;
+            }
+        }
+        let comp = unit_of(turns.len() - 1).composite.as_ref();
+        // Billed with every cached prefix at the cache price: the model's cached-input
+        // price where its prices give one, else the configured discount.
+        let discount = backend
+            .prices()
+            .and_then(|p| {
+                p.cached_input
+                    .filter(|_| p.input > 0.0)
+                    .map(|c| 1.0 - c / p.input)
+            })
+            .unwrap_or(comp.config().cache_discount_pct as f64 / 100.0);
+        let cached = |n: usize| (n as f64 * discount).round() as usize;
+        for (r, cached) in conv.requests.iter_mut().zip(&conv.cached_per_request) {
+            r.cached_prefix = *cached;
+        }
+        let mut ledger = conv.ledger;
+        ledger.cached_prefix = conv.cached_total;
+        ledger.billed_cached = ledger.billed_input - cached(conv.cached_total);
+        let usage = turns
+            .iter()
+            .filter_map(|t| t.selection.as_ref().and_then(|s| s.usage))
+            .chain(conv.requests.iter().filter_map(|t| t.usage))
+            .reduce(Usage::plus);
+        let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
+        let cache = cache_measure(&conv.requests, backend);
+        let base = Outcome {
+            format: FORMAT_VERSION,
+            run_id: self.run_id.to_string(),
+            scenario: self.scenario.name.clone(),
+            query_id: query.id.clone(),
+            tags: query.tags.clone(),
+            mode: self.key.mode.clone(),
+            mode_spec: comp.mode.canonical_spec(),
+            model: self.key.model.clone(),
+            repeat: self.key.repeat,
+            tokenizer: c.encoding().as_str().to_string(),
+            catalog_size: unit_of(0).catalog_size,
+            expected: expect_json(&query.expect),
+            expected_ref: None,
+            calls: Vec::new(),
+            final_text: None,
+            selection: None,
+            score: Score::default(),
+            protocol: Protocol::default(),
+            tokens: ledger,
+            requests: conv.requests,
+            infra_error: conv.infra_error,
+            usage,
+            cost_usd,
+            cache,
+            retrieved: Vec::new(),
+            surfacing: None,
+            conversation: Vec::new(),
+        };
+        if !query.is_conversation() {
+            // A single query: its one turn is the outcome.
+            let t = turns.pop().expect("one turn");
+            return Outcome {
+                calls: t.calls,
+                final_text: t.final_text,
+                selection: t.selection,
+                score: t.score,
+                protocol: t.protocol,
+                retrieved: t.retrieved,
+                surfacing: t.surfacing,
+                ..base
+            };
+        }
+        // A conversation: each turn on its own, and the whole.
+        let mut calls = Vec::new();
+        let mut protocol = Protocol::default();
+        let mut scores = Vec::new();
+        let mut record = Vec::new();
+        for (i, t) in turns.into_iter().enumerate() {
+            let mut tokens = t.tokens;
+            tokens.billed_cached = tokens.billed_input - cached(tokens.cached_prefix);
+            protocol = protocol.plus(&t.protocol);
+            record.push(TurnOutcome {
+                turn: i + 1,
+                first_request_index: t.first_request_index,
+                requests: t.n_requests,
+                first_call: calls.len(),
+                calls: t.calls.len(),
+                failed: (!t.score.exact).then(|| t.why.clone()),
+                score: t.score.clone(),
+                protocol: t.protocol,
+                tokens,
+                expected: expect_json(query.turn_expect(i)),
+                expected_ref: None,
+                selection: t.selection,
+                surfacing: t.surfacing,
+                final_text: t.final_text.clone(),
+            });
+            calls.extend(t.calls);
+            scores.push(t.score);
+        }
+        let retrieved = Vec::new();
+        Outcome {
+            final_text: record.last().and_then(|t| t.final_text.clone()),
+            score: score::conversation(&scores, query.n_turns()),
+            calls,
+            protocol,
+            retrieved,
+            conversation: record,
+            ..base
+        }
+    }
 
+    /// One user turn of the episode: the selection step when it applies (FIM One runs
+    /// it for every message, on that message), retrieval on the turn's text, then up
+    /// to `max_requests` rounds of context → model → calls → results, with the whole
+    /// conversation so far in every request; scored on its own calls.
+    async fn turn(
+        &self,
+        t: usize,
+        unit: &Unit,
+        backend: &dyn Backend,
+        asker: &mut Asker<'_>,
+        conv: &mut Conversation,
+        state: &Mutex<State>,
+    ) -> Turned {
+        let c = self.counter;
+        let comp = unit.composite.as_ref();
+        let query = &self.scenario.queries[self.query];
+        let text = query.turn_text(t);
+        let before = conv.ledger.clone();
+        let cached_before = conv.cached_total;
+        let first_request_index = conv.requests.len();
         let mut selection = None;
         if comp.selection_applies() {
             match self
                 .select(
                     comp,
-                    &query.text,
+                    text,
                     backend.json_mode(),
-                    &mut asker,
-                    &mut ledger,
-                    &state,
+                    asker,
+                    &mut conv.ledger,
+                    state,
                 )
                 .await
             {
                 Ok(record) => selection = Some(record),
-                Err(e) => infra_error = Some(e),
+                Err(e) => conv.infra_error = Some(e),
             }
         }
-
-        // Retrieval acts on the query before the model is asked.
-        let retrieved = comp.at_query(&query.text, &mut lock(&state));
+        // Retrieval acts on the turn's text before the model is asked (what earlier
+        // turns retrieved stays: it is in the conversation).
+        let retrieved = comp.at_query(text, &mut lock(state));
         // What was surfaced to the model, in order: the selection step's list, what
         // retrieval ranked, what is shown up front; then what calls fetch or find.
         let mut tally = Tally::new(comp);
@@ -136,38 +297,44 @@ impl Episode<'_> {
             addresses: retrieved.iter().map(|r| r.address.clone()).collect(),
             ranked: true,
         });
-        tally.shown_up_front(&lock(&state));
+        tally.shown_up_front(&lock(state));
         // The cacheable prefix: each request's pieces in a provider's cache order, and
-        // the pieces of the request before it. With tool search appending what it
-        // finds, the found definitions count where they entered the conversation (after
-        // the results that surfaced them), as a provider expanding tool references in
-        // place sends them; anywhere else a tool-list change breaks the prefix there.
+        // the pieces of the request before it (across turns: one conversation). With
+        // tool search appending what it finds, the found definitions count where they
+        // entered the conversation (after the results that surfaced them), as a
+        // provider expanding tool references in place sends them; anywhere else a
+        // tool-list change breaks the prefix there.
         let in_place = comp.mode.search.placement == crate::strategy::mode::Placement::Append
             && comp.holds_back();
-        let mut previous: Vec<(u64, usize)> = Vec::new();
-        let mut first_tools: Vec<String> = Vec::new();
-        let mut joined_at: Vec<(usize, Vec<(u64, usize)>)> = Vec::new();
-        let mut cached_total = 0usize;
-        let mut cached_per_request: Vec<usize> = Vec::new();
-
-        let mut messages = vec![Message::User {
-            content: query.text.clone(),
-        }];
-        let mut requests = Vec::new();
+        if t > 0 && !retrieved.is_empty() {
+            // What retrieval found for this turn was sorted into the tool list: the
+            // list sent from now on is a new one, cached from its first change on.
+            conv.first_tools = comp
+                .visible_tools(&lock(state))
+                .iter()
+                .map(|t| t.name.clone())
+                .collect();
+            conv.joined_at.clear();
+        }
+        conv.messages.push(Message::User {
+            content: text.to_string(),
+        });
         let mut final_text = None;
         let mut hit_max_requests = false;
-        let mut seen_tools: BTreeSet<String> = BTreeSet::new();
         let mut n_requests = 0;
+        let mut turn_first = 0;
+        let mut turn_peak = 0;
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut refusals, mut truncs) = (0, 0, 0);
         let mut overflowed = false;
         let names = backend.names();
-        for request in 1..=unit.max_requests {
-            if infra_error.is_some() {
+        for k in 1..=unit.max_requests {
+            if conv.infra_error.is_some() {
                 break;
             }
-            n_requests = request;
-            let cx = comp.context(&lock(&state), &messages);
+            n_requests = k;
+            let request = conv.requests.len() + 1;
+            let cx = comp.context(&lock(state), &conv.messages);
             // What is counted is what is sent: a provider that refuses some of FIM
             // One's names gets others ([`crate::names`]), and those are counted.
             let map = names.and_then(|r| crate::names::NameMap::of(&cx, &r));
@@ -185,36 +352,63 @@ impl Episode<'_> {
                 }
             };
             if request == 1 {
+                conv.system_sent = unit.system_tokens;
                 entered.push(Entry::new(
                     Layer::System,
                     "system prompt",
-                    ledger.system,
+                    conv.ledger.system,
                     Some(counted.system.clone()),
                 ));
-                for t in counted.tools.iter() {
-                    let (n, text) = tool_text(t);
-                    ledger.tool_defs += n;
+            } else if k == 1 && unit.system_tokens > conv.system_sent {
+                // A turn whose `adds` grew the catalog lists the new stubs: what the
+                // system prompt gained is system-prompt tokens, from this turn on.
+                let grown = unit.system_tokens - conv.system_sent;
+                conv.system_sent = unit.system_tokens;
+                conv.ledger.system += grown;
+                entered.push(Entry::new(
+                    Layer::System,
+                    format!("system prompt, grown at turn {}", t + 1),
+                    grown,
+                    Some(counted.system.clone()),
+                ));
+            }
+            // Definitions present from the first request of the conversation, or of a
+            // turn whose `adds` grew the catalog, are tool definitions; any other that
+            // joins later was fetched.
+            let up_front = request == 1 || (k == 1 && !query.turn_adds(t).is_empty());
+            let grown_at = (up_front && request > 1).then_some(t + 1);
+            for t in counted.tools.iter() {
+                if let Some(&was) = conv.seen_tools.get(&t.name) {
+                    // A turn that adds to the catalog may lengthen a definition sent
+                    // before (a meta-tool whose description lists the servers): what
+                    // it gained is tool definitions of that turn.
+                    if let Some(turn) = grown_at {
+                        let (n, text) = tool_text(t);
+                        if n > was {
+                            conv.ledger.tool_defs += n - was;
+                            conv.seen_tools.insert(t.name.clone(), n);
+                            entered.push(Entry::new(
+                                Layer::ToolDefs,
+                                format!("{}, grown at turn {turn}", t.name),
+                                n - was,
+                                Some(text.into_owned()),
+                            ));
+                        }
+                    }
+                    continue;
+                }
+                let (n, text) = tool_text(t);
+                conv.seen_tools.insert(t.name.clone(), n);
+                if up_front {
+                    conv.ledger.tool_defs += n;
                     entered.push(Entry::new(
                         Layer::ToolDefs,
                         t.name.clone(),
                         n,
                         Some(text.into_owned()),
                     ));
-                }
-                entered.push(Entry::new(
-                    Layer::Query,
-                    "user",
-                    c.count(&query.text),
-                    Some(query.text.clone()),
-                ));
-            } else {
-                for t in counted
-                    .tools
-                    .iter()
-                    .filter(|t| !seen_tools.contains(&t.name))
-                {
-                    let (n, text) = tool_text(t);
-                    ledger.fetched += n;
+                } else {
+                    conv.ledger.fetched += n;
                     entered.push(Entry::new(
                         Layer::Fetched,
                         format!("tool definition {}", t.name),
@@ -223,65 +417,88 @@ impl Episode<'_> {
                     ));
                 }
             }
-            seen_tools.extend(counted.tools.iter().map(|t| t.name.clone()));
+            if k == 1 {
+                entered.push(Entry::new(
+                    Layer::Query,
+                    "user",
+                    c.count(text),
+                    Some(text.to_string()),
+                ));
+            }
             // The whole request, as `Counter::context` counts it, with the mode's
             // fixed texts taken from the unit.
             let req = unit.system_tokens
                 + counted.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
                 + counted.messages.iter().map(|m| c.message(m)).sum::<usize>();
             if request == 1 {
-                ledger.first_request = req;
-                first_tools = counted.tools.iter().map(|t| t.name.clone()).collect();
+                conv.ledger.first_request = req;
+                conv.first_tools = counted.tools.iter().map(|t| t.name.clone()).collect();
             }
+            if k == 1 {
+                turn_first = req;
+            }
+            turn_peak = turn_peak.max(req);
             let pieces = {
                 let piece = |text: &str, n: usize| (hash_of(text), n);
                 let mut p: Vec<(u64, usize)> = Vec::new();
                 let mut later: Vec<(u64, usize)> = Vec::new();
                 for t in counted.tools.iter() {
                     let (n, text) = tool_text(t);
-                    if in_place && !first_tools.contains(&t.name) {
+                    if in_place && !conv.first_tools.contains(&t.name) {
                         later.push(piece(&text, n));
                     } else {
                         p.push(piece(&text, n));
                     }
                 }
                 if in_place && !later.is_empty() {
-                    let known: usize = joined_at.iter().map(|(_, v)| v.len()).sum();
+                    let known: usize = conv.joined_at.iter().map(|(_, v)| v.len()).sum();
                     if later.len() > known {
-                        joined_at.push((counted.messages.len(), later[known..].to_vec()));
+                        conv.joined_at
+                            .push((counted.messages.len(), later[known..].to_vec()));
                     }
                 }
                 p.push(piece(&counted.system, unit.system_tokens));
                 for (i, m) in counted.messages.iter().enumerate() {
                     p.push((hash_value(m), c.message(m)));
-                    for (_, defs) in joined_at.iter().filter(|(at, _)| *at == i + 1) {
+                    for (_, defs) in conv.joined_at.iter().filter(|(at, _)| *at == i + 1) {
                         p.extend(defs.iter().copied());
                     }
                 }
                 p
             };
-            let cached: usize = previous
-                .iter()
-                .zip(&pieces)
-                .take_while(|(a, b)| a == b)
-                .map(|(_, b)| b.1)
-                .sum();
-            previous = pieces;
-            cached_total += cached;
-            ledger.billed_input += req;
-            cached_per_request.push(cached);
-            ledger.peak_context = ledger.peak_context.max(req);
+            // The longest prefix an earlier request of the conversation sent too: the
+            // previous one's, unless the tool list or system prompt went back to what
+            // an earlier request sent (a selection step's pick at a later turn), whose
+            // prefix a provider's cache still holds.
+            let mut cached = 0;
+            let (mut chain, mut tokens) = (0u64, 0usize);
+            let mut chains = Vec::with_capacity(pieces.len());
+            for (h, n) in &pieces {
+                chain = hash_value(&(chain, *h));
+                tokens += n;
+                if conv.prefixes.contains(&chain) {
+                    cached = tokens;
+                }
+                chains.push(chain);
+            }
+            conv.prefixes.extend(chains);
+            conv.cached_total += cached;
+            conv.ledger.billed_input += req;
+            conv.cached_per_request.push(cached);
+            conv.ledger.peak_context = conv.ledger.peak_context.max(req);
             let answer = match asker.ask(Purpose::Act, &cx).await {
                 Ok(a) => a,
                 // The request was too large for the model: the strategy failed here.
                 Err(ModelError::ContextOverflow { .. }) => {
                     overflowed = true;
-                    requests.push(RequestRecord::new(request, req, cx.tools.len(), entered));
+                    conv.requests
+                        .push(RequestRecord::new(request, req, cx.tools.len(), entered));
                     break;
                 }
                 Err(e) => {
-                    infra_error = Some(e.to_string());
-                    requests.push(RequestRecord::new(request, req, cx.tools.len(), entered));
+                    conv.infra_error = Some(e.to_string());
+                    conv.requests
+                        .push(RequestRecord::new(request, req, cx.tools.len(), entered));
                     break;
                 }
             };
@@ -301,12 +518,12 @@ impl Episode<'_> {
                 }
             }
             let Response {
-                text,
+                text: answered,
                 calls: tool_calls,
                 searches,
             } = answer.response;
             let msg = Message::Assistant {
-                content: text.clone(),
+                content: answered.clone(),
                 tool_calls: tool_calls.clone(),
                 searches: searches.clone(),
             };
@@ -314,18 +531,24 @@ impl Episode<'_> {
                 Some(m) => c.message(&m.message(&msg)),
                 None => c.message(&msg),
             };
-            ledger.output += out;
-            entered.push(Entry::new(Layer::Output, "assistant", out, text.clone()));
-            messages.push(msg);
+            conv.ledger.output += out;
+            entered.push(Entry::new(
+                Layer::Output,
+                "assistant",
+                out,
+                answered.clone(),
+            ));
+            conv.messages.push(msg);
             // Searches the provider ran itself (`native=server`): what they found joins
             // the list before the calls that use it are answered.
             for s in &searches {
-                let a = tally.native_search(comp, &mut lock(&state), c, &mut ledger, s, request);
+                let a =
+                    tally.native_search(comp, &mut lock(state), c, &mut conv.ledger, s, request);
                 entered.push(a.entry);
             }
             if tool_calls.is_empty() {
-                final_text = text;
-                requests.push(RequestRecord {
+                final_text = answered;
+                conv.requests.push(RequestRecord {
                     usage,
                     latency_ms,
                     truncated,
@@ -333,16 +556,16 @@ impl Episode<'_> {
                 });
                 break;
             }
-            // What the model saw when it wrote this turn's calls: a skill read by one
-            // call of a parallel batch was not in context for the others.
-            let seen_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
+            // What the model saw when it wrote this request's calls: a skill read by
+            // one call of a parallel batch was not in context for the others.
+            let seen_skills: Vec<String> = lock(state).loaded_skills.iter().cloned().collect();
             for call in tool_calls {
                 let a = tally.call(
                     comp,
-                    &mut lock(&state),
+                    &mut lock(state),
                     self.databases,
                     c,
-                    &mut ledger,
+                    &mut conv.ledger,
                     &call,
                     request,
                     seen_skills.clone(),
@@ -358,97 +581,116 @@ impl Episode<'_> {
                     }
                     _ => Vec::new(),
                 };
-                messages.push(Message::Tool {
+                conv.messages.push(Message::Tool {
                     tool_call_id: call.id.clone(),
                     name: call.name.clone(),
                     content: a.content,
                     references,
                 });
             }
-            requests.push(RequestRecord {
+            conv.requests.push(RequestRecord {
                 usage,
                 latency_ms,
                 truncated,
                 ..RequestRecord::new(request, req, cx.tools.len(), entered)
             });
-            if request == unit.max_requests {
+            if k == unit.max_requests {
                 hit_max_requests = true;
             }
         }
-        for (t, cached) in requests.iter_mut().zip(&cached_per_request) {
-            t.cached_prefix = *cached;
-        }
-        ledger.cached_prefix = cached_total;
-        // Billed with every cached prefix at the cache price: the model's cached-input
-        // price where its prices give one, else the configured discount.
-        let discount = backend
-            .prices()
-            .and_then(|p| {
-                p.cached_input
-                    .filter(|_| p.input > 0.0)
-                    .map(|c| 1.0 - c / p.input)
-            })
-            .unwrap_or(comp.config().cache_discount_pct as f64 / 100.0);
-        ledger.billed_cached =
-            ledger.billed_input - (cached_total as f64 * discount).round() as usize;
-        let final_skills: Vec<String> = lock(&state).loaded_skills.iter().cloned().collect();
+        let final_skills: Vec<String> = lock(state).loaded_skills.iter().cloned().collect();
+        let expect = query.turn_expect(t);
         let Scored {
             mut score,
             mut protocol,
             surfacing,
         } = tally.score(
             self.scenario,
-            query,
+            expect,
             &final_skills,
             self.databases,
             n_requests,
             hit_max_requests,
         );
-        let usage = selection
-            .iter()
-            .filter_map(|s: &SelectionRecord| s.usage)
-            .chain(requests.iter().filter_map(|t: &RequestRecord| t.usage))
-            .reduce(Usage::plus);
-        let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
-        let cache = cache_measure(&requests, backend);
         protocol.empty_answers = empty;
         protocol.refusals = refusals;
         protocol.truncated = truncs;
         if overflowed {
-            // The agent never finished: whatever it called before, the query failed.
+            // The agent never finished: whatever it called before, the turn failed.
             protocol.context_overflow = 1;
             score.exact = false;
             score.abstain_ok = score.abstain_ok.map(|_| false);
         }
-        Outcome {
-            format: FORMAT_VERSION,
-            run_id: self.run_id.to_string(),
-            scenario: self.scenario.name.clone(),
-            query_id: query.id.clone(),
-            tags: query.tags.clone(),
-            mode: self.key.mode.clone(),
-            mode_spec: comp.mode.canonical_spec(),
-            model: self.key.model.clone(),
-            repeat: self.key.repeat,
-            tokenizer: c.encoding().as_str().to_string(),
-            catalog_size: unit.catalog_size,
-            expected: expect_json(&query.expect),
-            expected_ref: None,
+        let why = score::why(expect, &score, overflowed);
+        let l = &conv.ledger;
+        let tokens = Ledger {
+            system: if t == 0 {
+                l.system
+            } else {
+                l.system - before.system
+            },
+            tool_defs: l.tool_defs - before.tool_defs,
+            fetched: l.fetched - before.fetched,
+            results: l.results - before.results,
+            output: l.output - before.output,
+            selection: l.selection - before.selection,
+            first_request: turn_first,
+            billed_input: l.billed_input - before.billed_input,
+            peak_context: turn_peak,
+            cached_prefix: conv.cached_total - cached_before,
+            billed_cached: 0,
+        };
+        Turned {
             calls: tally.calls,
-            final_text,
-            selection,
             score,
             protocol,
-            tokens: ledger,
-            requests,
-            infra_error,
-            usage,
-            cost_usd,
-            cache,
-            retrieved,
             surfacing,
+            selection,
+            retrieved,
+            final_text,
+            tokens,
+            first_request_index,
+            n_requests: conv.requests.len() - first_request_index,
+            why,
         }
     }
+}
+
+/// What one episode carries from turn to turn: the conversation sent, the ledger, the
+/// requests made and the cache prediction's pieces.
+#[derive(Default)]
+struct Conversation {
+    ledger: Ledger,
+    messages: Vec<Message>,
+    requests: Vec<RequestRecord>,
+    infra_error: Option<String>,
+    /// Each tool definition sent so far, by name, with its tokens when first sent
+    /// (or when a turn's `adds` lengthened it).
+    seen_tools: BTreeMap<String, usize>,
+    first_tools: Vec<String>,
+    /// Every prefix an earlier request sent, as a chain of piece hashes.
+    prefixes: std::collections::HashSet<u64>,
+    joined_at: Vec<(usize, Vec<(u64, usize)>)>,
+    cached_total: usize,
+    cached_per_request: Vec<usize>,
+    /// The system prompt's tokens as last sent (it grows at a turn whose `adds` add
+    /// stubs).
+    system_sent: usize,
+}
+
+/// One turn answered.
+struct Turned {
+    calls: Vec<crate::score::CallRecord>,
+    score: Score,
+    protocol: Protocol,
+    surfacing: Option<crate::score::surfacing::Surfacing>,
+    selection: Option<SelectionRecord>,
+    retrieved: Vec<crate::strategy::Retrieved>,
+    final_text: Option<String>,
+    tokens: Ledger,
+    first_request_index: usize,
+    n_requests: usize,
+    why: String,
 }
 
 impl Episode<'_> {

@@ -138,6 +138,7 @@ pub fn execute(
             tasks.spawn(async move {
                 let item = &plan.items[i];
                 let unit = plan.unit(i, &counter);
+                let stages = plan.stages(i, &counter);
                 let sc = &plan.scenarios[unit.scenario];
                 let _ = tx.send(Event::EpisodeStarted {
                     key: item.key.clone(),
@@ -154,6 +155,7 @@ pub fn execute(
                     scenario: &sc.scenario,
                     query: item.query,
                     unit: &unit,
+                    stages: &stages,
                     counter: &counter,
                     databases: &sc.databases,
                     retry: &retry,

@@ -34,6 +34,7 @@ pub fn run_one(
         .expect("a current-thread runtime starts");
     let it = &plan.items[item];
     let unit = plan.unit(item, counter);
+    let stages = plan.stages(item, counter);
     let sc = &plan.scenarios[unit.scenario];
     let retry = RetryPolicy {
         max_retries: 0,
@@ -46,6 +47,7 @@ pub fn run_one(
         scenario: &sc.scenario,
         query: it.query,
         unit: &unit,
+        stages: &stages,
         counter,
         databases: &sc.databases,
         retry: &retry,

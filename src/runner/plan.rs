@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::config::RunConfig;
-use crate::catalog::{Catalog, Resource};
+use crate::catalog::{Catalog, Part, Resource};
 use crate::environment::Databases;
 use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
 use crate::record::OutcomeKey;
@@ -67,7 +67,11 @@ pub struct ScenarioRun {
 #[derive(Debug, Clone)]
 pub struct WorkItem {
     pub key: OutcomeKey,
+    /// The unit of its first turn.
     pub unit: usize,
+    /// A conversation whose turns add to the catalog: (turn, unit) from each such turn
+    /// on (0-based turns).
+    pub stages: Vec<(usize, usize)>,
     pub query: usize,
     pub model: usize,
     pub repeat: usize,
@@ -185,38 +189,64 @@ impl Plan {
             // Each distinct view (its own catalog, scope, instructions) of the
             // scenario's catalog, and its catalog: the whole one, shared, when a query
             // names no scope and has no catalog of its own.
-            type View<'a> = (Option<*const Catalog>, &'a [Resource], Option<String>);
+            // A conversation whose turns add to the catalog has one view per stage:
+            // what is hidden until a later turn adds it is in no context before.
+            type View<'a> = (
+                Option<*const Catalog>,
+                &'a [Resource],
+                Option<String>,
+                Vec<Part>,
+            );
             let mut views: Vec<View> = Vec::new();
             let mut own: Vec<Option<&Arc<Catalog>>> = Vec::new();
-            let view_of: Vec<usize> = sc
+            // Per query: the view of its first turn, then (turn, view) where it changes.
+            let view_of: Vec<(usize, Vec<(usize, usize)>)> = sc
                 .queries
                 .iter()
                 .map(|q| {
-                    let v = (
-                        q.catalog.as_ref().map(Arc::as_ptr),
-                        q.scope.as_slice(),
-                        q.instructions(&sc.agent),
-                    );
-                    views.iter().position(|x| *x == v).unwrap_or_else(|| {
-                        views.push(v);
-                        own.push(q.catalog.as_ref());
-                        views.len() - 1
-                    })
+                    let mut stages: Vec<(usize, usize)> = Vec::new();
+                    for t in 0..q.n_turns() {
+                        if t > 0 && q.turn_adds(t).is_empty() {
+                            continue;
+                        }
+                        let v = (
+                            q.catalog.as_ref().map(Arc::as_ptr),
+                            q.scope.as_slice(),
+                            q.instructions(&sc.agent),
+                            q.hidden_at(t),
+                        );
+                        let at = views.iter().position(|x| *x == v).unwrap_or_else(|| {
+                            views.push(v);
+                            own.push(q.catalog.as_ref());
+                            views.len() - 1
+                        });
+                        stages.push((t, at));
+                    }
+                    let first = stages.remove(0).1;
+                    (first, stages)
                 })
                 .collect();
             let catalogs: Vec<Arc<Catalog>> = views
                 .iter()
                 .zip(&own)
-                .map(|((_, scope, _), own)| match (own, scope.is_empty()) {
-                    (Some(c), _) => (*c).clone(),
-                    (None, true) => sc.catalog.clone(),
-                    (None, false) => Arc::new(sc.catalog.scoped(scope)),
+                .map(|((_, scope, _, hidden), own)| {
+                    let base = match (own, scope.is_empty()) {
+                        (Some(c), _) => (*c).clone(),
+                        (None, true) => sc.catalog.clone(),
+                        (None, false) => Arc::new(sc.catalog.scoped(scope)),
+                    };
+                    if hidden.is_empty() {
+                        base
+                    } else {
+                        Arc::new(base.without(hidden))
+                    }
                 })
                 .collect();
             for requested in &cfg.modes {
                 let mode = requested.with_overrides(&sc.agent.modes);
                 let first_unit = units.len();
-                for (v, ((_, _, instructions), catalog)) in views.iter().zip(&catalogs).enumerate()
+                for (v, ((_, _, instructions, _), catalog)) in
+                    views.iter().zip(&catalogs).enumerate()
                 {
                     let slot = UnitSlot {
                         scenario: s,
@@ -258,7 +288,12 @@ impl Plan {
                                     model: model.clone(),
                                     repeat: r,
                                 },
-                                unit: first_unit + view_of[q],
+                                unit: first_unit + view_of[q].0,
+                                stages: view_of[q]
+                                    .1
+                                    .iter()
+                                    .map(|&(t, v)| (t, first_unit + v))
+                                    .collect(),
                                 query: q,
                                 model: m,
                                 repeat: r,
@@ -283,6 +318,9 @@ impl Plan {
         let mut uses = vec![0; self.units.len()];
         for &i in todo {
             uses[self.items[i].unit] += 1;
+            for &(_, u) in &self.items[i].stages {
+                uses[u] += 1;
+            }
         }
         for (slot, n) in self.units.iter().zip(uses) {
             let mut held = slot.held.lock().expect("unit slot lock");
@@ -296,6 +334,16 @@ impl Plan {
     /// The unit work item `item` runs in (one use of it: see [`UnitSlot::take`]).
     pub fn unit(&self, item: usize, counter: &Counter) -> Arc<Unit> {
         self.units[self.items[item].unit].take(counter)
+    }
+
+    /// The units of a conversation's later stages: (turn, unit) where the catalog
+    /// grows (one use of each).
+    pub fn stages(&self, item: usize, counter: &Counter) -> Vec<(usize, Arc<Unit>)> {
+        self.items[item]
+            .stages
+            .iter()
+            .map(|&(t, u)| (t, self.units[u].take(counter)))
+            .collect()
     }
 
     pub fn keys(&self) -> Vec<OutcomeKey> {

@@ -8,7 +8,7 @@
 use crate::catalog::Address;
 use crate::environment::Databases;
 use crate::record::{Entry, Layer};
-use crate::scenario::{Query, Scenario};
+use crate::scenario::{Expect, Scenario};
 use crate::score::surfacing::{self, Event, Surfacing};
 use crate::score::{self, CallEffect, CallRecord, Protocol, Score};
 use crate::strategy::code::code_api;
@@ -320,26 +320,25 @@ impl Tally {
         )
     }
 
-    /// Scores the calls against `query`: `final_skills` are the skills in context at
+    /// Scores the calls against `expect`: `final_skills` are the skills in context at
     /// the end; `turns` and `hit_max_requests` feed the protocol counters.
     pub fn score(
         &self,
         scenario: &Scenario,
-        query: &Query,
+        expect: &Expect,
         final_skills: &[String],
         databases: &Databases,
         turns: usize,
         hit_max_requests: bool,
     ) -> Scored {
-        let expected: Vec<Address> = query
-            .expect
+        let expected: Vec<Address> = expect
             .canonical_calls()
             .iter()
             .map(|c| c.address.clone())
             .collect();
         Scored {
             score: score::score(
-                query,
+                expect,
                 &self.calls,
                 self.text_calls,
                 final_skills,

@@ -75,17 +75,24 @@ pub fn fixture_gaps(sc: &Scenario) -> Vec<Gap> {
 type Pinned<'q> = (&'static str, &'q Address, &'q BTreeMap<String, Vec<Value>>);
 
 fn query_gaps(sc: &Scenario, q: &Query) -> Vec<Gap> {
+    let mut out = Vec::new();
+    for (t, e) in q.expects().enumerate() {
+        let name = if q.is_conversation() {
+            format!("{} turn {}", q.id, t + 1)
+        } else {
+            q.id.clone()
+        };
+        out.extend(expect_gaps(sc, &name, e));
+    }
+    out
+}
+
+fn expect_gaps(sc: &Scenario, name: &str, e: &crate::scenario::Expect) -> Vec<Gap> {
     let cat = &sc.catalog;
-    let calls: Vec<Pinned> = q
-        .expect
+    let calls: Vec<Pinned> = e
         .all_alternatives()
         .map(|c| ("expected", &c.address, &c.args))
-        .chain(
-            q.expect
-                .allow
-                .iter()
-                .map(|a| ("allowed", &a.address, &a.args)),
-        )
+        .chain(e.allow.iter().map(|a| ("allowed", &a.address, &a.args)))
         .filter(|(_, a, _)| !matches!(a, Address::Skill(_) | Address::Database(_)))
         .collect();
     // Values pinned anywhere in the expectation, by parameter name.
@@ -108,7 +115,7 @@ fn query_gaps(sc: &Scenario, q: &Query) -> Vec<Gap> {
             if !no_fixture.contains(&address) {
                 no_fixture.push(address);
                 out.push(Gap::NoFixture {
-                    query: q.id.clone(),
+                    query: name.to_string(),
                     address: address.clone(),
                 });
             }
@@ -129,7 +136,7 @@ fn query_gaps(sc: &Scenario, q: &Query) -> Vec<Gap> {
             }
             listed.push((address, probe.clone()));
             out.push(Gap::Default {
-                query: q.id.clone(),
+                query: name.to_string(),
                 role,
                 address: address.clone(),
                 args: probe,

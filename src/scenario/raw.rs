@@ -260,8 +260,14 @@ pub struct RawAgent {
 #[serde(deny_unknown_fields)]
 pub struct RawQuery {
     pub id: String,
-    pub text: String,
-    pub expect: RawExpect,
+    /// A single query's text (a conversation gives `turns` instead).
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub expect: Option<RawExpect>,
+    /// A conversation: its user turns, in order.
+    #[serde(default)]
+    pub turns: Option<Vec<RawTurn>>,
     #[serde(default)]
     pub tags: Vec<String>,
     /// Resources this query's agent is given (`mcp:<server>`, `connector:<name>`, …);
@@ -271,6 +277,17 @@ pub struct RawQuery {
     /// Instructions of this query's own, after the scenario's.
     #[serde(default)]
     pub instructions: Option<String>,
+}
+
+/// One user turn of a conversation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTurn {
+    pub text: String,
+    pub expect: RawExpect,
+    /// What becomes available from this turn on: resources or single tools.
+    #[serde(default)]
+    pub adds: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -169,13 +169,15 @@ pub fn order_key(name: &str) -> (&str, usize) {
 /// Every address a query must find in its catalog.
 pub fn needed(q: &Query, catalog: &Catalog) -> BTreeSet<Address> {
     let mut out = BTreeSet::new();
-    for step in &q.expect.calls {
-        for alt in &step.alternatives {
-            out.insert(alt.address.clone());
+    for e in q.expects() {
+        for step in &e.calls {
+            for alt in &step.alternatives {
+                out.insert(alt.address.clone());
+            }
         }
+        out.extend(e.allow.iter().map(|a| a.address.clone()));
+        out.extend(e.forbid.iter().cloned());
     }
-    out.extend(q.expect.allow.iter().map(|a| a.address.clone()));
-    out.extend(q.expect.forbid.iter().cloned());
     if !q.scope.is_empty() {
         out.extend(
             catalog

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::expect::Expect;
-use crate::catalog::{Address, Catalog, Kind, Resource, Target};
+use crate::catalog::{Address, Catalog, Kind, Part, Resource, Target};
 use crate::disclosure::Disclosure;
 
 /// A loaded, validated scenario.
@@ -37,8 +37,13 @@ pub struct Agent {
 #[derive(Debug, Clone, Serialize)]
 pub struct Query {
     pub id: String,
+    /// The (first) user message: a single query's text, a conversation's first turn.
     pub text: String,
+    /// What the first turn must do.
     pub expect: Expect,
+    /// A conversation's turns after the first (empty for a single query).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub later: Vec<Turn>,
     pub tags: Vec<String>,
     /// The resources this query's agent is given; empty: the whole catalog.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -52,7 +57,78 @@ pub struct Query {
     pub catalog: Option<Arc<Catalog>>,
 }
 
+/// One later user turn of a conversation.
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    pub text: String,
+    pub expect: Expect,
+    /// What becomes available from this turn on (before it, it is in no context).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adds: Vec<Part>,
+}
+
 impl Query {
+    /// Whether it is a conversation of several user turns.
+    pub fn is_conversation(&self) -> bool {
+        !self.later.is_empty()
+    }
+
+    /// How many user turns it has (1 for a single query).
+    pub fn n_turns(&self) -> usize {
+        1 + self.later.len()
+    }
+
+    /// The text of turn `t` (0-based).
+    pub fn turn_text(&self, t: usize) -> &str {
+        if t == 0 {
+            &self.text
+        } else {
+            &self.later[t - 1].text
+        }
+    }
+
+    /// The expectation of turn `t` (0-based).
+    pub fn turn_expect(&self, t: usize) -> &Expect {
+        if t == 0 {
+            &self.expect
+        } else {
+            &self.later[t - 1].expect
+        }
+    }
+
+    /// What turn `t` (0-based) adds to the catalog.
+    pub fn turn_adds(&self, t: usize) -> &[Part] {
+        if t == 0 {
+            &[]
+        } else {
+            &self.later[t - 1].adds
+        }
+    }
+
+    /// Every turn's expectation, in order.
+    pub fn expects(&self) -> impl Iterator<Item = &Expect> {
+        std::iter::once(&self.expect).chain(self.later.iter().map(|t| &t.expect))
+    }
+
+    /// The field path of turn `t`'s expectation in query `i` of its file.
+    pub fn expect_path(&self, i: usize, t: usize) -> String {
+        if self.is_conversation() {
+            format!("queries[{i}].turns[{t}].expect")
+        } else {
+            format!("queries[{i}].expect")
+        }
+    }
+
+    /// What is hidden from the catalog in turn `t` (0-based): every part a later turn
+    /// adds.
+    pub fn hidden_at(&self, t: usize) -> Vec<Part> {
+        self.later
+            .iter()
+            .skip(t)
+            .flat_map(|x| x.adds.iter().cloned())
+            .collect()
+    }
+
     /// The instructions this query's agent is given: the scenario's, then its own.
     pub fn instructions(&self, agent: &Agent) -> Option<String> {
         match (&agent.instructions, &self.instructions) {

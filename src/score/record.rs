@@ -191,6 +191,36 @@ impl Protocol {
             + self.context_overflow
     }
 
+    /// The counters of two parts of one outcome (turns of a conversation), summed;
+    /// `hit_max_requests` when either hit it.
+    pub fn plus(&self, o: &Protocol) -> Protocol {
+        let mut defined = self.defined.clone();
+        for (k, n) in &o.defined {
+            *defined.entry(k.clone()).or_default() += n;
+        }
+        Protocol {
+            discovery_calls: self.discovery_calls + o.discovery_calls,
+            blind_calls: self.blind_calls + o.blind_calls,
+            unknown_target: self.unknown_target + o.unknown_target,
+            bad_subcommand: self.bad_subcommand + o.bad_subcommand,
+            schema_violation: self.schema_violation + o.schema_violation,
+            not_loaded: self.not_loaded + o.not_loaded,
+            not_surfaced: self.not_surfaced + o.not_surfaced,
+            not_allowed: self.not_allowed + o.not_allowed,
+            defined,
+            unloaded_calls: self.unloaded_calls + o.unloaded_calls,
+            repeat_call: self.repeat_call + o.repeat_call,
+            overfetch: self.overfetch + o.overfetch,
+            requests: self.requests + o.requests,
+            hit_max_requests: self.hit_max_requests || o.hit_max_requests,
+            empty_answers: self.empty_answers + o.empty_answers,
+            text_calls: self.text_calls + o.text_calls,
+            refusals: self.refusals + o.refusals,
+            truncated: self.truncated + o.truncated,
+            context_overflow: self.context_overflow + o.context_overflow,
+        }
+    }
+
     /// The counter a strategy defined of this name (0 when it never fired).
     pub fn count(&self, name: &str) -> usize {
         self.defined.get(name).copied().unwrap_or(0)

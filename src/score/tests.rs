@@ -53,7 +53,7 @@ fn a_skill_read_after_acting_is_not_a_hit() {
         record(2, "executed", order.clone(), &["Refund Processing"]),
     ];
     let s = score(
-        q,
+        &q.expect,
         &read_first,
         0,
         &["Refund Processing".into()],
@@ -68,7 +68,7 @@ fn a_skill_read_after_acting_is_not_a_hit() {
         record(2, "fetched", skill.clone(), &[]),
     ];
     let s = score(
-        q,
+        &q.expect,
         &read_late,
         0,
         &["Refund Processing".into()],
@@ -171,7 +171,7 @@ fn exec(turn: usize, address: &Address, args: Value) -> CallRecord {
 
 fn score_of(sc: &crate::scenario::Scenario, q: usize, calls: &[CallRecord]) -> Score {
     let dbs = Databases::build(&sc.catalog).unwrap();
-    score(&sc.queries[q], calls, 0, &[], &sc.catalog, &dbs)
+    score(&sc.queries[q].expect, calls, 0, &[], &sc.catalog, &dbs)
 }
 
 fn order() -> Address {
@@ -376,7 +376,7 @@ fn a_no_call_query_is_met_only_by_a_model_that_tried_no_call() {
     let dbs = Databases::build(&sc.catalog).unwrap();
     for q in &sc.queries {
         let judge = |calls: &[CallRecord], text_calls: usize| {
-            score(q, calls, text_calls, &[], &sc.catalog, &dbs)
+            score(&q.expect, calls, text_calls, &[], &sc.catalog, &dbs)
         };
         let s = judge(&[], 0);
         assert!(
@@ -406,9 +406,16 @@ fn a_no_call_query_is_met_only_by_a_model_that_tried_no_call() {
     // abstention, as before.
     let look = &sc.queries[1];
     let read = exec(1, &order(), json!({"order_id": "9921"}));
-    let s = score(look, std::slice::from_ref(&read), 0, &[], &sc.catalog, &dbs);
+    let s = score(
+        &look.expect,
+        std::slice::from_ref(&read),
+        0,
+        &[],
+        &sc.catalog,
+        &dbs,
+    );
     assert!(s.exact && s.abstain_ok == Some(true));
-    let s = score(&sc.queries[0], &[read], 0, &[], &sc.catalog, &dbs);
+    let s = score(&sc.queries[0].expect, &[read], 0, &[], &sc.catalog, &dbs);
     assert!(!s.exact && s.abstain_ok == Some(false));
 }
 
@@ -428,6 +435,6 @@ fn a_query_that_expects_calls_is_judged_on_its_calls_alone() {
         ),
         refused(crate::events::ProtocolError::UnknownTarget, true),
     ];
-    let s = score(q, &calls, 1, &[], &sc.catalog, &dbs);
+    let s = score(&q.expect, &calls, 1, &[], &sc.catalog, &dbs);
     assert!(s.exact && s.abstain_ok.is_none());
 }

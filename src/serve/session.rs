@@ -391,7 +391,7 @@ impl Session {
             surfacing,
         } = self.tally.score(
             sc,
-            query,
+            &query.expect,
             &final_skills,
             &served.databases,
             self.tally.calls.len(),
@@ -424,6 +424,7 @@ impl Session {
             cache: None,
             retrieved: Vec::new(),
             surfacing,
+            conversation: Vec::new(),
         })))
     }
 }

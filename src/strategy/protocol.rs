@@ -83,6 +83,10 @@ pub struct State {
     pub cut: BTreeSet<Address>,
     /// Each strategy's own state of this episode, by type ([`State::own`]).
     pub own: OwnStates,
+    /// The user turn being answered (0-based; a single query has only turn 0).
+    pub turn: usize,
+    /// Where in `executed` the current turn's calls begin.
+    pub turn_start: usize,
 }
 
 impl State {

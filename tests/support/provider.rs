@@ -40,22 +40,42 @@ use discbench::strategy::{selection, Composite, Level, Mode, ProtocolConfig, Tem
 use discbench::tokens::{Counter, Encoding, Ledger};
 use discbench::wire::{Context, Message, Response, ToolCall, ToolDef};
 
-/// One unit of the plan: a scenario view under the mode, with its queries.
+/// One unit of the plan: a scenario view under the mode.
 struct Unit {
     composite: Arc<Composite>,
     scenario: Arc<Scenario>,
     databases: Arc<Databases>,
-    queries: Vec<usize>,
+}
+
+/// One query (a conversation of one turn or more) as the plan runs it: its unit, and
+/// the unit each turn that grows the catalog moves to (indices into `units`).
+struct Conv {
+    unit: usize,
+    stages: Vec<(usize, usize)>,
+    query: usize,
+}
+
+impl Conv {
+    /// The unit turn `t` (0-based) is answered under.
+    fn unit_of(&self, t: usize) -> usize {
+        self.stages
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= t)
+            .map_or(self.unit, |(_, u)| *u)
+    }
 }
 
 /// The scenarios under one mode, as a run of them would render them.
 pub struct World {
     units: Vec<Unit>,
+    convs: Vec<Conv>,
     counter: Counter,
     mode: String,
-    /// The selection request's user message → (unit, query), for each query whose
-    /// unit runs the selection step.
-    selection: HashMap<String, (usize, usize)>,
+    /// The selection request's user message → (conversation, turn), for each turn
+    /// whose unit runs the selection step; `None` when two turns that expect different
+    /// calls send the same one.
+    selection: HashMap<String, Option<(usize, usize)>>,
 }
 
 impl World {
@@ -81,33 +101,59 @@ impl World {
         let plan = Plan::build(&scs, &cfg, &counter).unwrap();
         let mut units: Vec<Unit> = Vec::new();
         let mut index: HashMap<usize, usize> = HashMap::new();
-        for item in &plan.items {
-            let at = *index.entry(item.unit).or_insert_with(|| {
-                let u = plan.units[item.unit].get(&counter);
+        let mut unit = |slot: usize, units: &mut Vec<Unit>| {
+            *index.entry(slot).or_insert_with(|| {
+                let u = plan.units[slot].get(&counter);
                 let run = &plan.scenarios[u.scenario];
                 units.push(Unit {
                     composite: u.composite.clone(),
                     scenario: run.scenario.clone(),
                     databases: run.databases.clone(),
-                    queries: Vec::new(),
                 });
                 units.len() - 1
+            })
+        };
+        let mut convs = Vec::new();
+        for item in &plan.items {
+            let at = unit(item.unit, &mut units);
+            let stages = (item.stages.iter())
+                .map(|&(t, s)| (t, unit(s, &mut units)))
+                .collect();
+            convs.push(Conv {
+                unit: at,
+                stages,
+                query: item.query,
             });
-            units[at].queries.push(item.query);
         }
-        let mut selection = HashMap::new();
-        for (i, u) in units.iter().enumerate() {
-            if !u.composite.selection_applies() {
-                continue;
-            }
-            for &q in &u.queries {
-                let text = &u.scenario.queries[q].text;
-                let cx = u.composite.selection_context(text, Level::Forced).unwrap();
-                selection.insert(user_text(&cx.messages), (i, q));
+        let mut selection: HashMap<String, Option<(usize, usize)>> = HashMap::new();
+        for (c, conv) in convs.iter().enumerate() {
+            let q = &units[conv.unit].scenario.queries[conv.query];
+            for t in 0..q.n_turns() {
+                let comp = &units[conv.unit_of(t)].composite;
+                if !comp.selection_applies() {
+                    continue;
+                }
+                let cx = comp
+                    .selection_context(q.turn_text(t), Level::Forced)
+                    .unwrap();
+                // Two turns may send the same text ("Thanks!"): the answer is the
+                // same when their expectations are.
+                let expect = |(c, t): (usize, usize)| {
+                    let conv: &Conv = &convs[c];
+                    let q = &units[conv.unit].scenario.queries[conv.query];
+                    serde_json::to_value(q.turn_expect(t)).unwrap()
+                };
+                let e = selection
+                    .entry(user_text(&cx.messages))
+                    .or_insert(Some((c, t)));
+                if e.is_some_and(|was| expect(was) != expect((c, t))) {
+                    *e = None;
+                }
             }
         }
         World {
             units,
+            convs,
             counter,
             mode: mode.to_string(),
             selection,
@@ -118,31 +164,39 @@ impl World {
         &self.counter
     }
 
-    /// The unit and query a context belongs to.
+    /// The conversation and turn a context belongs to: its first user message names
+    /// the conversation, the number of user messages the turn, and the system prompt
+    /// the unit of that turn.
     fn find(&self, cx: &Context, purpose: Purpose) -> (usize, usize) {
         if let Purpose::Select { .. } = purpose {
-            return *self
+            let text = user_text(&cx.messages);
+            return self
                 .selection
-                .get(&user_text(&cx.messages))
-                .expect("a selection request of a known query");
+                .get(&text)
+                .expect("a selection request of a known turn")
+                .unwrap_or_else(|| panic!("two turns send the selection request `{text}`"));
         }
-        let query = cx.query();
-        self.units
+        let first = user_text(&cx.messages);
+        let t = (cx.messages.iter())
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count()
+            .saturating_sub(1);
+        self.convs
             .iter()
             .enumerate()
-            .filter(|(_, u)| u.composite.system() == cx.system)
-            .find_map(|(i, u)| {
-                u.queries
-                    .iter()
-                    .find(|&&q| u.scenario.queries[q].text == query)
-                    .map(|&q| (i, q))
+            .find(|(_, c)| {
+                let q = &self.units[c.unit].scenario.queries[c.query];
+                q.n_turns() > t
+                    && q.turn_text(0) == first
+                    && self.units[c.unit_of(t)].composite.system() == cx.system
             })
-            .unwrap_or_else(|| panic!("no query `{query}` under this system prompt"))
+            .map(|(i, _)| (i, t))
+            .unwrap_or_else(|| panic!("no query `{first}` under this system prompt"))
     }
 
     /// What the oracle answers to `cx`: the episode so far replayed through the mode's
-    /// composite (selection step, retrieval, every call in order), then the oracle
-    /// asked with that state.
+    /// composite (selection step, retrieval, every call in order, turn by turn), then
+    /// the oracle asked with that state.
     pub fn answer(&self, cx: &Context, purpose: Purpose) -> Response {
         self.answer_with(cx, purpose, false).1
     }
@@ -160,137 +214,163 @@ impl World {
         self.answer_with(cx, purpose, true)
     }
 
+    /// The oracle's view of conversation `c` with `state`.
+    fn oracle(&self, c: usize, state: Arc<Mutex<discbench::strategy::State>>) -> GroundTruth {
+        let conv = &self.convs[c];
+        let unit = &self.units[conv.unit];
+        let query = &unit.scenario.queries[conv.query];
+        GroundTruth {
+            expect: query.expect.clone(),
+            protocol: unit.composite.clone(),
+            state,
+            later: (1..query.n_turns())
+                .map(|t| {
+                    let comp = self.units[conv.unit_of(t)].composite.clone();
+                    (query.turn_expect(t).clone(), comp)
+                })
+                .collect(),
+        }
+    }
+
+    fn ask(
+        &self,
+        c: usize,
+        state: Arc<Mutex<discbench::strategy::State>>,
+        purpose: Purpose,
+        cx: &Context,
+    ) -> Response {
+        let conv = &self.convs[c];
+        let unit = &self.units[conv.unit];
+        let key = OutcomeKey {
+            scenario: unit.scenario.name.clone(),
+            query_id: unit.scenario.queries[conv.query].id.clone(),
+            mode: self.mode.clone(),
+            model: "oracle".into(),
+            repeat: 0,
+        };
+        let mut session = Oracle.open(&key, Some(self.oracle(c, state)));
+        block_on(session.respond(&Request {
+            purpose,
+            context: cx,
+        }))
+        .unwrap()
+        .response
+    }
+
     fn answer_with(
         &self,
         cx: &Context,
         purpose: Purpose,
         server_search: bool,
     ) -> (Vec<(Value, Vec<String>)>, Response) {
-        let (u, q) = self.find(cx, purpose);
-        let unit = &self.units[u];
-        let comp = &unit.composite;
-        let query = &unit.scenario.queries[q];
-        let mut state = comp.new_state();
-        let oracle = |state: discbench::strategy::State| {
-            let truth = GroundTruth {
-                expect: query.expect.clone(),
-                protocol: comp.clone(),
-                state: Arc::new(Mutex::new(state)),
-            };
-            let key = OutcomeKey {
-                scenario: unit.scenario.name.clone(),
-                query_id: query.id.clone(),
-                mode: self.mode.clone(),
-                model: "oracle".into(),
-                repeat: 0,
-            };
-            Oracle.open(&key, Some(truth))
-        };
+        let (c, now) = self.find(cx, purpose);
+        let conv = &self.convs[c];
+        let first = &self.units[conv.unit];
+        let query = &first.scenario.queries[conv.query];
+        let mut state = first.composite.new_state();
         if let Purpose::Select { .. } = purpose {
-            let mut session = oracle(state);
-            let r = block_on(session.respond(&Request {
-                purpose: Purpose::Select {
-                    max: comp.selection_config().max,
-                },
-                context: cx,
-            }))
-            .unwrap()
-            .response;
-            return (Vec::new(), r);
+            state.turn = now;
+            return (
+                Vec::new(),
+                self.ask(c, Arc::new(Mutex::new(state)), purpose, cx),
+            );
         }
-        if comp.selection_applies() {
-            let picked = match comp.selection_shortcut(&query.text) {
-                Some(p) => Some(p),
-                None => {
-                    let scx = comp.selection_context(&query.text, Level::Forced).unwrap();
-                    let mut session = oracle(comp.new_state());
-                    let a = block_on(session.respond(&Request {
-                        purpose: Purpose::Select {
-                            max: comp.selection_config().max,
-                        },
-                        context: &scx,
-                    }))
-                    .unwrap();
-                    selection::answer_object(&a.response).map(|o| selection::names_in(&o))
-                }
-            };
-            comp.apply_selection(&mut state, picked.as_deref());
-        }
-        comp.at_query(&query.text, &mut state);
-        let mut tally = Tally::new(comp);
-        let mut ledger = Ledger::default();
-        let mut turn = 0;
+        let mut request = 0;
         let search_call = |query: &Value| ToolCall {
             id: "search".into(),
             name: discbench::strategy::pool::TOOL_SEARCH.into(),
             arguments: query.to_string(),
         };
+        let mut t = 0;
+        let mut comp = &first.composite;
+        let mut unit = first;
+        let mut tally = Tally::new(comp);
+        let mut ledger = Ledger::default();
+        let mut users = 0;
         for m in &cx.messages {
-            if let Message::Assistant {
-                tool_calls,
-                searches,
-                ..
-            } = m
-            {
-                turn += 1;
-                // The provider's own searches of that answer came first.
-                for s in searches {
-                    let query: Value = serde_json::from_str(&s.query).unwrap();
-                    tally.call(
-                        comp,
-                        &mut state,
-                        &unit.databases,
-                        &self.counter,
-                        &mut ledger,
-                        &search_call(&query),
-                        turn,
-                        Vec::new(),
-                    );
+            match m {
+                Message::User { .. } => {
+                    // A user turn begins: the catalog may grow, the selection step
+                    // runs on its text, and retrieval acts on it, as in the episode.
+                    t = users;
+                    users += 1;
+                    unit = &self.units[conv.unit_of(t)];
+                    if t > 0 && conv.unit_of(t) != conv.unit_of(t - 1) {
+                        unit.composite.grow(&mut state);
+                    }
+                    comp = &unit.composite;
+                    state.turn = t;
+                    state.turn_start = state.executed.len();
+                    let text = query.turn_text(t);
+                    if comp.selection_applies() {
+                        let picked = match comp.selection_shortcut(text) {
+                            Some(p) => Some(p),
+                            None => {
+                                let scx = comp.selection_context(text, Level::Forced).unwrap();
+                                let mut st = comp.new_state();
+                                st.turn = t;
+                                let r = self.ask(
+                                    c,
+                                    Arc::new(Mutex::new(st)),
+                                    Purpose::Select {
+                                        max: comp.selection_config().max,
+                                    },
+                                    &scx,
+                                );
+                                selection::answer_object(&r).map(|o| selection::names_in(&o))
+                            }
+                        };
+                        comp.apply_selection(&mut state, picked.as_deref());
+                    }
+                    comp.at_query(text, &mut state);
+                    tally = Tally::new(comp);
                 }
-                let seen: Vec<String> = state.loaded_skills.iter().cloned().collect();
-                for call in tool_calls {
-                    tally.call(
-                        comp,
-                        &mut state,
-                        &unit.databases,
-                        &self.counter,
-                        &mut ledger,
-                        call,
-                        turn,
-                        seen.clone(),
-                    );
+                Message::Assistant {
+                    tool_calls,
+                    searches,
+                    ..
+                } => {
+                    request += 1;
+                    // The provider's own searches of that answer came first.
+                    for s in searches {
+                        let query: Value = serde_json::from_str(&s.query).unwrap();
+                        tally.call(
+                            comp,
+                            &mut state,
+                            &unit.databases,
+                            &self.counter,
+                            &mut ledger,
+                            &search_call(&query),
+                            request,
+                            Vec::new(),
+                        );
+                    }
+                    let seen: Vec<String> = state.loaded_skills.iter().cloned().collect();
+                    for call in tool_calls {
+                        tally.call(
+                            comp,
+                            &mut state,
+                            &unit.databases,
+                            &self.counter,
+                            &mut ledger,
+                            call,
+                            request,
+                            seen.clone(),
+                        );
+                    }
                 }
+                _ => {}
             }
         }
+        debug_assert_eq!(t, now);
         let state = Arc::new(Mutex::new(state));
-        let ask = |state: &Arc<Mutex<discbench::strategy::State>>| {
-            let truth = GroundTruth {
-                expect: query.expect.clone(),
-                protocol: comp.clone(),
-                state: state.clone(),
-            };
-            let key = OutcomeKey {
-                scenario: unit.scenario.name.clone(),
-                query_id: query.id.clone(),
-                mode: self.mode.clone(),
-                model: "oracle".into(),
-                repeat: 0,
-            };
-            let mut session = Oracle.open(&key, Some(truth));
-            block_on(session.respond(&Request {
-                purpose,
-                context: cx,
-            }))
-            .unwrap()
-            .response
-        };
-        let mut r = ask(&state);
+        let mut r = self.ask(c, state.clone(), purpose, cx);
         let mut searches = Vec::new();
         if server_search {
             let search = discbench::strategy::pool::TOOL_SEARCH;
             while r.calls.iter().any(|c| c.name == search) {
-                for c in r.calls.iter().filter(|c| c.name == search) {
-                    let query: Value = serde_json::from_str(&c.arguments).unwrap();
+                for call in r.calls.iter().filter(|c| c.name == search) {
+                    let query: Value = serde_json::from_str(&call.arguments).unwrap();
                     let a = tally.call(
                         comp,
                         &mut state.lock().unwrap(),
@@ -298,7 +378,7 @@ impl World {
                         &self.counter,
                         &mut ledger,
                         &search_call(&query),
-                        turn + 1,
+                        request + 1,
                         Vec::new(),
                     );
                     let found = match a.effect {
@@ -307,12 +387,12 @@ impl World {
                     };
                     searches.push((query, found));
                 }
-                r = ask(&state);
+                r = self.ask(c, state.clone(), purpose, cx);
             }
         }
         // Ids unique in the conversation, as a provider's are.
-        for (i, c) in r.calls.iter_mut().enumerate() {
-            c.id = format!("toolu_{turn}_{i}");
+        for (i, call) in r.calls.iter_mut().enumerate() {
+            call.id = format!("toolu_{request}_{i}");
         }
         (searches, r)
     }

@@ -138,3 +138,32 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
     CsvWriter::new(&mut file).finish(&mut df)?;
     Ok(())
 }
+
+/// Writes `outcomes.csv` from the run's `outcomes.parquet`: the same flat rows (one per
+/// outcome, one per turn of a conversation), in slices of [`CSV_SLICE`] rows, so that
+/// memory stays that of a slice however large the run.
+pub fn write_outcomes_csv(parquet: &Path, path: &Path) -> anyhow::Result<()> {
+    let rows = super::frame::collect(super::frame::scan(parquet)?.select([len().alias("n")]))?;
+    let n = super::frame::nums(&rows, "n")?
+        .first()
+        .copied()
+        .unwrap_or(0.0) as i64;
+    let mut file =
+        File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut offset = 0i64;
+    loop {
+        let mut df = super::frame::collect(
+            super::frame::scan(parquet)?.slice(offset, CSV_SLICE as IdxSize),
+        )?;
+        CsvWriter::new(&mut file)
+            .include_header(offset == 0)
+            .finish(&mut df)?;
+        offset += CSV_SLICE as i64;
+        if offset >= n {
+            return Ok(());
+        }
+    }
+}
+
+/// Rows per slice of [`write_outcomes_csv`].
+const CSV_SLICE: usize = 100_000;

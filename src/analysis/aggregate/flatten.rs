@@ -20,7 +20,7 @@ use crate::strategy::defined::DEFINED;
 const BATCH: usize = 65_536;
 
 /// The part of an outcome line that aggregation reads; everything else is ignored.
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 struct Line {
     run_id: String,
     scenario: String,
@@ -44,9 +44,36 @@ struct Line {
     surfacing: Option<LineSurfacing>,
     #[serde(default)]
     cache: Option<LineCache>,
+    /// A conversation's turns: one row each.
+    #[serde(default)]
+    conversation: Vec<LineTurn>,
 }
 
-#[derive(Deserialize)]
+/// One turn of a conversation, as aggregation reads it.
+#[derive(Deserialize, Clone)]
+struct LineTurn {
+    turn: u32,
+    score: LineScore,
+    protocol: LineProtocol,
+    tokens: BTreeMap<String, u64>,
+    #[serde(default)]
+    surfacing: Option<LineSurfacing>,
+}
+
+/// Where a row stands in its conversation (a single query: turn 1 of 1).
+struct RowOf {
+    turn: u64,
+    turns: u64,
+    /// The conversation is exact (every turn is).
+    conv_exact: bool,
+    /// The conversation's billed input, whole.
+    conv_billed: u64,
+    /// Billed input through this turn, and the same with the cache.
+    cum_billed: u64,
+    cum_billed_cached: u64,
+}
+
+#[derive(Deserialize, Clone)]
 struct LineCache {
     requests: u64,
     predicted: u64,
@@ -58,7 +85,7 @@ struct LineCache {
     cost_reported_usd: Option<f64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 struct LineSurfacing {
     /// Absent where the mode ranks nothing.
     #[serde(default)]
@@ -68,7 +95,7 @@ struct LineSurfacing {
     mrr: Option<f64>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 struct LineScore {
     exact: bool,
     precision: f64,
@@ -83,7 +110,7 @@ struct LineScore {
 
 /// Counters at zero are absent from format-3 lines. The counters strategies define
 /// are read by the names [`DEFINED`] lists (others are left out).
-#[derive(Default)]
+#[derive(Default, Clone)]
 struct LineProtocol {
     discovery_calls: u32,
     blind_calls: u32,
@@ -176,11 +203,70 @@ struct Batch {
 }
 
 impl Batch {
+    /// One outcome: one row, or one row per turn of a conversation (what the outcome
+    /// carries as a whole — usage, cost, cache — on its first row alone, so that sums
+    /// count it once).
     fn push(&mut self, mut l: Line) {
         // Lines before format 4 name the first request's layer `first_turn`.
         if let Some(v) = l.tokens.remove("first_turn") {
             l.tokens.entry("first_request".into()).or_insert(v);
         }
+        let billed = |t: &BTreeMap<String, u64>| t.get("billed_input").copied().unwrap_or(0);
+        let billed_cached =
+            |t: &BTreeMap<String, u64>| t.get("billed_cached").copied().unwrap_or(0);
+        if l.conversation.is_empty() {
+            let row = RowOf {
+                turn: 1,
+                turns: 1,
+                conv_exact: l.score.exact,
+                conv_billed: billed(&l.tokens),
+                cum_billed: billed(&l.tokens),
+                cum_billed_cached: billed_cached(&l.tokens),
+            };
+            return self.push_row(l, row);
+        }
+        let turns = std::mem::take(&mut l.conversation);
+        let n = turns.len() as u64;
+        let (conv_exact, conv_billed) = (l.score.exact, billed(&l.tokens));
+        let (mut cum, mut cum_cached) = (0, 0);
+        for (i, t) in turns.into_iter().enumerate() {
+            cum += billed(&t.tokens);
+            cum_cached += billed_cached(&t.tokens);
+            let mut row = l.clone();
+            row.score = t.score;
+            row.protocol = t.protocol;
+            row.tokens = t.tokens;
+            row.surfacing = t.surfacing;
+            if i > 0 {
+                row.usage = None;
+                row.cost_usd = None;
+                row.cache = None;
+            }
+            self.push_row(
+                row,
+                RowOf {
+                    turn: t.turn as u64,
+                    turns: n,
+                    conv_exact,
+                    conv_billed,
+                    cum_billed: cum,
+                    cum_billed_cached: cum_cached,
+                },
+            );
+        }
+    }
+
+    fn push_row(&mut self, l: Line, row: RowOf) {
+        for (k, v) in [
+            ("turn", row.turn),
+            ("turns", row.turns),
+            ("conv_billed", row.conv_billed),
+            ("cum_billed", row.cum_billed),
+            ("cum_billed_cached", row.cum_billed_cached),
+        ] {
+            self.u.entry(k).or_default().push(v);
+        }
+        self.b.entry("conv_exact").or_default().push(row.conv_exact);
         let s = &mut self.s;
         // Groups are named by the mode as it ran (a scenario's `agent.modes` may
         // have changed the one asked); the mode as asked stays in `mode_asked`.
@@ -397,7 +483,7 @@ fn flatten_into(jsonl: &Path, tmp: &Path) -> anyhow::Result<usize> {
     let stats = record::reader::read::<Line>(jsonl, |_, l| {
         batch.push(l);
         total += 1;
-        if batch.len == BATCH {
+        if batch.len >= BATCH {
             flush(&mut batch, &mut writer)?;
         }
         Ok(())

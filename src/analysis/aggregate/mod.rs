@@ -15,13 +15,14 @@
 //! and cache figures per group), `pairs` (McNemar pairing) and `csv` (`summary.csv`);
 //! this file computes the summary from them.
 
+mod conversations;
 mod csv;
 mod flatten;
 mod frame;
 mod pairs;
 mod spend;
 
-pub use csv::write_summary_csv;
+pub use csv::{write_outcomes_csv, write_summary_csv};
 pub use flatten::flatten;
 
 use frame::{collect, nums, quantiles_by, scan, strs, Quantiles};
@@ -48,11 +49,18 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
 /// `reference` (and against `all-tools` too, when the run holds it).
 pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summary> {
     let base = scan(parquet)?;
-    let meta = collect(base.clone().select([
-        col("run_id").first(),
-        col("tokenizer").first(),
-        len().alias("n"),
-    ]))?;
+    let meta = collect(
+        base.clone().select([
+            col("run_id").first(),
+            col("tokenizer").first(),
+            // Outcome lines: a conversation's turns are rows of one outcome.
+            col("turn")
+                .eq(lit(1))
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("n"),
+        ]),
+    )?;
     let run_id = strs(&meta, "run_id")?.pop().unwrap_or_default();
     let tokenizer = strs(&meta, "tokenizer")?.pop().unwrap_or_default();
     let outcomes = nums(&meta, "n")?.first().copied().unwrap_or(0.0) as u64;
@@ -63,7 +71,8 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
     // failed later was still billed.
     let infra = collect(
         base.clone().group_by(keys.clone()).agg([
-            u(col("infra")).alias("infra"),
+            // One per outcome (a conversation's rows all carry its infra error).
+            u(col("infra").and(col("turn").eq(lit(1)))).alias("infra"),
             u(col("has_usage")).alias("usage_n"),
             u(col("provider_input")).alias("provider_input"),
             u(col("provider_output")).alias("provider_output"),
@@ -87,6 +96,12 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
     )?;
     let spend = spend_map(&infra)?;
     let ok = base.clone().filter(col("infra").not());
+    // One row per outcome (a conversation's first turn), exact when all its turns are:
+    // what queries, pass^k and the paired tests are counted on.
+    let whole = ok
+        .clone()
+        .filter(col("turn").eq(lit(1)))
+        .with_column(col("conv_exact").alias("exact"));
     let mut aggs = vec![
         len().alias("n"),
         u(col("exact")).alias("exact_k"),
@@ -131,13 +146,14 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
     )?;
 
     let query_first_request = quantiles_by(
-        &ok,
+        &whole,
         &["scenario", "mode", "model", "query_id"],
         "first_request",
         &[0.5],
     )?;
     let per_query = collect(
-        ok.clone()
+        whole
+            .clone()
             .group_by([col("scenario"), col("mode"), col("model"), col("query_id")])
             .agg([len().alias("n"), u(col("exact")).alias("exact")])
             .sort(
@@ -167,11 +183,13 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
                     n: n[i] as u64,
                     exact: e[i] as u64,
                     infra: 0,
+                    turns: Vec::new(),
                 }
             })
             .collect()
     };
     add_query_infra(&base, &mut queries)?;
+    add_query_turns(&ok, &mut queries)?;
 
     let infra_map: BTreeMap<(String, String, String), u64> = {
         let (s, m, mo, n) = (
@@ -269,6 +287,7 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
             provider_usage: spend.get(&key).and_then(|s| s.0),
             cost_usd: spend.get(&key).and_then(|s| s.1),
             cache: spend.get(&key).and_then(|s| s.2),
+            conversations: None,
         });
     }
     // Groups whose outcomes were all infra errors still get a row.
@@ -326,7 +345,8 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
     }
 
     let passes = (outcomes as usize).div_ceil(PAIRING_PASS).max(1) as u32;
-    let mut pairs = mcnemar_pairs(&ok, passes)?;
+    let mut pairs = mcnemar_pairs(&whole, passes)?;
+    conversations::add(&ok, &mut groups)?;
     pairs.sort_by(|a, b| {
         (order_key(&a.scenario), &a.model, &a.mode_a, &a.mode_b).cmp(&(
             order_key(&b.scenario),
@@ -351,10 +371,60 @@ pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summ
 /// Counts each query's infra errors into `queries`, adding a row with `n == 0` for a
 /// query whose outcomes were all infra errors (so `compare` can tell a query that
 /// failed to run from one that was dropped).
+/// Each conversation's turns exact, by turn (what `compare` names when a
+/// conversation's result changed).
+fn add_query_turns(ok: &LazyFrame, queries: &mut [QueryRow]) -> anyhow::Result<()> {
+    let df = collect(
+        ok.clone()
+            .filter(col("turns").gt(lit(1)))
+            .group_by([
+                col("scenario"),
+                col("mode"),
+                col("model"),
+                col("query_id"),
+                col("turn"),
+            ])
+            .agg([col("exact").cast(DataType::UInt64).sum().alias("k")]),
+    )?;
+    let (s, m, mo, q) = (
+        strs(&df, "scenario")?,
+        strs(&df, "mode")?,
+        strs(&df, "model")?,
+        strs(&df, "query_id")?,
+    );
+    if s.is_empty() {
+        return Ok(());
+    }
+    let (turn, k) = (nums(&df, "turn")?, nums(&df, "k")?);
+    let mut by: BTreeMap<(String, String, String, String), Vec<u64>> = BTreeMap::new();
+    for i in 0..s.len() {
+        let v = by
+            .entry((s[i].clone(), m[i].clone(), mo[i].clone(), q[i].clone()))
+            .or_default();
+        let t = turn[i] as usize;
+        if v.len() < t {
+            v.resize(t, 0);
+        }
+        v[t - 1] = k[i] as u64;
+    }
+    for r in queries.iter_mut() {
+        let key = (
+            r.scenario.clone(),
+            r.mode.clone(),
+            r.model.clone(),
+            r.query_id.clone(),
+        );
+        if let Some(v) = by.remove(&key) {
+            r.turns = v;
+        }
+    }
+    Ok(())
+}
+
 fn add_query_infra(base: &LazyFrame, queries: &mut Vec<QueryRow>) -> anyhow::Result<()> {
     let df = collect(
         base.clone()
-            .filter(col("infra"))
+            .filter(col("infra").and(col("turn").eq(lit(1))))
             .group_by([col("scenario"), col("mode"), col("model"), col("query_id")])
             .agg([len().alias("infra")]),
     )?;
@@ -396,6 +466,7 @@ fn add_query_infra(base: &LazyFrame, queries: &mut Vec<QueryRow>) -> anyhow::Res
                 exact: 0,
                 first_request: 0.0,
                 infra: infra[i] as u64,
+                turns: Vec::new(),
             }),
         }
     }
@@ -457,5 +528,6 @@ fn empty_group(key: &(String, String, String), infra: u64) -> Group {
         provider_usage: None,
         cost_usd: None,
         cache: None,
+        conversations: None,
     }
 }

@@ -80,7 +80,10 @@ impl Session for LexicalSession {
             let names = select(cx, max);
             return Ok(crate::model::mock::selection_answer(cx, &names).into());
         }
-        let calls = if cx.messages.len() <= 1 {
+        // A user's message answers nothing yet: a new turn starts (what the earlier
+        // turns did is history; the lexical model reads the current turn's text).
+        let new_turn = matches!(cx.messages.last(), Some(Message::User { .. }) | None);
+        let calls = if new_turn {
             self.first(cx, &query)
         } else {
             self.follow_up(cx, &query)

@@ -2,7 +2,7 @@
 //! into `plots/`: tokens by mode stacked by ledger layer, accuracy by mode with
 //! Wilson whiskers, accuracy against first-request tokens with the Pareto front, and —
 //! for a sweep — accuracy, recall@5 and tokens against catalog size with confidence
-//! bands. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
+//! bands; for a scenario of conversations, billed input over turns. Text uses the vendored DejaVu Sans, so PNGs render on machines without fonts.
 //! Every text is at least [`chart::MIN_TEXT_PX`] pixels in the SVG (see [`chart`]).
 //!
 //! [`answer`] is apart: the chart `index.html` leads with, written as SVG by hand so
@@ -14,6 +14,7 @@ pub mod chart;
 mod pareto;
 pub mod sweep;
 mod tokens;
+mod turns;
 
 use std::path::Path;
 
@@ -78,6 +79,15 @@ pub fn chart_list(s: &Summary) -> Vec<(String, String)> {
             format!("pareto-{sl}"),
             format!("{sc}: accuracy vs first-request tokens"),
         ));
+        if s.groups
+            .iter()
+            .any(|g| g.scenario == sc && g.conversations.is_some())
+        {
+            v.push((
+                format!("turns-{sl}"),
+                format!("{sc}: billed input over turns"),
+            ));
+        }
     }
     v.extend(
         sweep_charts(s)
@@ -155,6 +165,20 @@ impl Exporter for Plots {
                 &out,
                 &format!("pareto-{sl}"),
             )?;
+            let conversations: Vec<&Group> = (groups.iter().copied())
+                .filter(|g| g.conversations.is_some())
+                .collect();
+            if !conversations.is_empty() {
+                render(
+                    &turns::CostOverTurns {
+                        scenario: &sc,
+                        groups: &conversations,
+                        modes: &modes,
+                    },
+                    &out,
+                    &format!("turns-{sl}"),
+                )?;
+            }
         }
         let charts = sweep_charts(s);
         if !charts.is_empty() {

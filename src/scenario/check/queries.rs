@@ -6,10 +6,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::catalog::{Address, Catalog, Resource};
+use crate::catalog::{Address, Catalog, Part, Resource};
 use crate::scenario::expect::{Allowed, Compare, Expect, ExpectedCall, Step};
-use crate::scenario::raw::RawQuery;
-use crate::scenario::types::Query;
+use crate::scenario::raw::{RawExpect, RawQuery};
+use crate::scenario::types::{Query, Turn};
 
 use super::checker::Checker;
 
@@ -30,131 +30,91 @@ impl Checker {
                     format!("duplicate query id `{}`", q.id),
                 );
             }
-            if q.text.trim().is_empty() {
-                self.err(file, &format!("{p}.text"), "must not be empty");
-            }
-            let e = q.expect;
-            let ep = format!("{p}.expect");
-            let mut steps: Vec<Step> = Vec::new();
-            for (j, c) in e.calls.iter().enumerate() {
-                if let Some(step) = self.step(file, &format!("{ep}.calls[{j}]"), c, cat) {
-                    steps.push(step);
+            // A single query (`text`, `expect`) or a conversation (`turns`), never both.
+            let mut turns: Vec<(String, String, RawExpect, Vec<String>)> = Vec::new();
+            // Where the query stands (its id is unique in the file).
+            let here = format!("id: {}", q.id);
+            match (q.text, q.expect, q.turns) {
+                (Some(text), Some(e), None) => {
+                    turns.push((format!("{p}.text"), text, e, Vec::new()));
                 }
-            }
-            let mut ids: HashMap<String, usize> = HashMap::new();
-            for (j, st) in steps.iter().enumerate() {
-                if let Some(id) = &st.id {
-                    if ids.insert(id.clone(), j).is_some() {
-                        self.err(
+                (None, None, Some(raw)) => {
+                    if raw.is_empty() {
+                        self.err_at(
                             file,
-                            &format!("{ep}.calls"),
-                            format!("two steps have the id `{id}`"),
+                            &format!("{p}.turns"),
+                            &here,
+                            1,
+                            "a conversation needs at least one turn",
                         );
+                        continue;
+                    }
+                    for (t, turn) in raw.into_iter().enumerate() {
+                        turns.push((
+                            format!("{p}.turns[{t}].text"),
+                            turn.text,
+                            turn.expect,
+                            turn.adds,
+                        ));
                     }
                 }
-            }
-            let mut before = Vec::new();
-            for (j, pair) in e.before.iter().enumerate() {
-                let at = format!("{ep}.before[{j}]");
-                let [a, b] = pair.as_slice() else {
-                    self.err(file, &at, "a `before` entry is a pair of step ids: [a, b]");
+                (_, _, Some(_)) => {
+                    self.err_at(
+                        file,
+                        &format!("{p}.turns"),
+                        &here,
+                        1,
+                        "a query is a single turn (`text` and `expect`) or a conversation (`turns`), not both",
+                    );
                     continue;
-                };
-                match (ids.get(a), ids.get(b)) {
-                    (Some(ia), Some(ib)) if ia < ib => before.push((a.clone(), b.clone())),
-                    (Some(_), Some(_)) => self.err(
+                }
+                (None, _, None) => {
+                    self.err_at(
                         file,
-                        &at,
-                        format!("list step `{a}` before step `{b}`: steps are listed in an order that honours `before`"),
-                    ),
-                    _ => {
-                        let missing = if ids.contains_key(a) { b } else { a };
-                        self.err(file, &at, format!("no step has the id `{missing}`"));
-                    }
+                        &format!("{p}.text"),
+                        &here,
+                        1,
+                        "missing: a query needs `text` and `expect`, or `turns`",
+                    );
+                    continue;
+                }
+                (Some(_), None, None) => {
+                    self.err_at(
+                        file,
+                        &format!("{p}.expect"),
+                        &here,
+                        1,
+                        "missing: what the query must do",
+                    );
+                    continue;
                 }
             }
-            let mut allow = Vec::new();
-            for (j, v) in e.allow.iter().enumerate() {
-                let at = format!("{ep}.allow[{j}]");
-                match v {
-                    Value::String(s) => {
-                        if let Some(address) = self.address(file, &at, s, cat) {
-                            allow.push(Allowed {
-                                address,
-                                args: BTreeMap::new(),
-                            });
-                        }
-                    }
-                    Value::Object(o) => {
-                        if let Some(k) =
-                            o.keys().find(|k| !matches!(k.as_str(), "address" | "args"))
-                        {
-                            self.err(
-                                file,
-                                &format!("{at}.{k}"),
-                                "unknown field; an allowed call has address and args",
-                            );
-                            continue;
-                        }
-                        let Some(s) = o.get("address").and_then(Value::as_str) else {
-                            self.err(file, &at, "an allowed call needs `address`");
-                            continue;
-                        };
-                        let Some(address) = self.address(file, &format!("{at}.address"), s, cat)
-                        else {
-                            continue;
-                        };
-                        let args = match o.get("args") {
-                            None | Some(Value::Null) => BTreeMap::new(),
-                            Some(Value::Object(m)) => {
-                                match self.accepted_args(
-                                    file,
-                                    &format!("{at}.args"),
-                                    &address,
-                                    m,
-                                    cat,
-                                ) {
-                                    Some(a) => a,
-                                    None => continue,
-                                }
-                            }
-                            Some(_) => {
-                                self.err(
-                                    file,
-                                    &format!("{at}.args"),
-                                    "args maps each parameter to its accepted values",
-                                );
-                                continue;
-                            }
-                        };
-                        allow.push(Allowed { address, args });
-                    }
-                    _ => self.err(
-                        file,
-                        &at,
-                        "an allowed call is an address string or {address, args}",
-                    ),
+            let mut built: Vec<(String, Expect, Vec<Part>)> = Vec::new();
+            for (t, (text_path, text, e, adds)) in turns.into_iter().enumerate() {
+                if text.trim().is_empty() {
+                    self.err(file, &text_path, "must not be empty");
                 }
-            }
-            let mut forbid = Vec::new();
-            for (j, f) in e.forbid.iter().enumerate() {
-                if let Some(a) = self.address(file, &format!("{ep}.forbid[{j}]"), f, cat) {
-                    if steps.iter().any(|st| st.admits(&a)) {
-                        self.err(
+                let tp = text_path.trim_end_matches(".text").to_string();
+                let expect = self.expectation(file, &format!("{tp}.expect"), e, cat);
+                let mut parts = Vec::new();
+                for (j, a) in adds.iter().enumerate() {
+                    let at = format!("{tp}.adds[{j}]");
+                    if t == 0 {
+                        self.err_at(
                             file,
-                            &format!("{ep}.forbid[{j}]"),
-                            format!("`{a}` is both expected and forbidden"),
+                            &at,
+                            &here,
+                            1,
+                            "nothing comes before the first turn: what it has is the catalog",
                         );
+                        continue;
                     }
-                    if allow.iter().any(|al| al.address == a) {
-                        self.err(
-                            file,
-                            &format!("{ep}.forbid[{j}]"),
-                            format!("`{a}` is both allowed and forbidden"),
-                        );
+                    match a.parse::<Part>() {
+                        Err(e) => self.err_at(file, &at, a, 1, e),
+                        Ok(part) => parts.push(part),
                     }
-                    forbid.push(a);
                 }
+                built.push((text, expect, parts));
             }
             let mut scope: Vec<Resource> = Vec::new();
             for (j, s) in q.scope.iter().flatten().enumerate() {
@@ -178,10 +138,14 @@ impl Checker {
                 );
             }
             if !scope.is_empty() {
-                let outside = steps
+                let outside = built
                     .iter()
-                    .flat_map(|s| s.alternatives.iter().map(|c| &c.address))
-                    .chain(allow.iter().map(|a| &a.address))
+                    .flat_map(|(_, e, _)| {
+                        e.calls
+                            .iter()
+                            .flat_map(|s| s.alternatives.iter().map(|c| &c.address))
+                            .chain(e.allow.iter().map(|a| &a.address))
+                    })
                     .find(|a| !scope.contains(&a.resource()));
                 if let Some(a) = outside {
                     let a = a.to_string();
@@ -197,24 +161,222 @@ impl Checker {
             if q.instructions.as_ref().is_some_and(|s| s.trim().is_empty()) {
                 self.err(file, &format!("{p}.instructions"), "must not be empty");
             }
+            self.conversation(file, &p, &here, &built, cat);
+            let mut built = built.into_iter();
+            let (text, expect, _) = built.next().expect("at least one turn");
             out.push(Query {
                 id: q.id,
-                text: q.text,
+                text,
+                expect,
+                later: built
+                    .map(|(text, expect, adds)| Turn { text, expect, adds })
+                    .collect(),
                 scope,
                 instructions: q.instructions,
                 catalog: None,
-                expect: Expect {
-                    calls: steps,
-                    allow,
-                    order: e.order,
-                    before,
-                    forbid,
-                    exhaustive: e.exhaustive,
-                },
                 tags: q.tags,
             });
         }
         out
+    }
+
+    /// One expectation (a query's, or a conversation turn's) checked against the
+    /// catalog; `ep` is its field path.
+    pub(crate) fn expectation(
+        &mut self,
+        file: &Path,
+        ep: &str,
+        e: RawExpect,
+        cat: &Catalog,
+    ) -> Expect {
+        let mut steps: Vec<Step> = Vec::new();
+        for (j, c) in e.calls.iter().enumerate() {
+            if let Some(step) = self.step(file, &format!("{ep}.calls[{j}]"), c, cat) {
+                steps.push(step);
+            }
+        }
+        let mut ids: HashMap<String, usize> = HashMap::new();
+        for (j, st) in steps.iter().enumerate() {
+            if let Some(id) = &st.id {
+                if ids.insert(id.clone(), j).is_some() {
+                    self.err(
+                        file,
+                        &format!("{ep}.calls"),
+                        format!("two steps have the id `{id}`"),
+                    );
+                }
+            }
+        }
+        let mut before = Vec::new();
+        for (j, pair) in e.before.iter().enumerate() {
+            let at = format!("{ep}.before[{j}]");
+            let [a, b] = pair.as_slice() else {
+                self.err(file, &at, "a `before` entry is a pair of step ids: [a, b]");
+                continue;
+            };
+            match (ids.get(a), ids.get(b)) {
+                (Some(ia), Some(ib)) if ia < ib => before.push((a.clone(), b.clone())),
+                (Some(_), Some(_)) => self.err(
+                    file,
+                    &at,
+                    format!("list step `{a}` before step `{b}`: steps are listed in an order that honours `before`"),
+                ),
+                _ => {
+                    let missing = if ids.contains_key(a) { b } else { a };
+                    self.err(file, &at, format!("no step has the id `{missing}`"));
+                }
+            }
+        }
+        let mut allow = Vec::new();
+        for (j, v) in e.allow.iter().enumerate() {
+            let at = format!("{ep}.allow[{j}]");
+            match v {
+                Value::String(s) => {
+                    if let Some(address) = self.address(file, &at, s, cat) {
+                        allow.push(Allowed {
+                            address,
+                            args: BTreeMap::new(),
+                        });
+                    }
+                }
+                Value::Object(o) => {
+                    if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "address" | "args")) {
+                        self.err(
+                            file,
+                            &format!("{at}.{k}"),
+                            "unknown field; an allowed call has address and args",
+                        );
+                        continue;
+                    }
+                    let Some(s) = o.get("address").and_then(Value::as_str) else {
+                        self.err(file, &at, "an allowed call needs `address`");
+                        continue;
+                    };
+                    let Some(address) = self.address(file, &format!("{at}.address"), s, cat) else {
+                        continue;
+                    };
+                    let args = match o.get("args") {
+                        None | Some(Value::Null) => BTreeMap::new(),
+                        Some(Value::Object(m)) => {
+                            match self.accepted_args(file, &format!("{at}.args"), &address, m, cat)
+                            {
+                                Some(a) => a,
+                                None => continue,
+                            }
+                        }
+                        Some(_) => {
+                            self.err(
+                                file,
+                                &format!("{at}.args"),
+                                "args maps each parameter to its accepted values",
+                            );
+                            continue;
+                        }
+                    };
+                    allow.push(Allowed { address, args });
+                }
+                _ => self.err(
+                    file,
+                    &at,
+                    "an allowed call is an address string or {address, args}",
+                ),
+            }
+        }
+        let mut forbid = Vec::new();
+        for (j, f) in e.forbid.iter().enumerate() {
+            if let Some(a) = self.address(file, &format!("{ep}.forbid[{j}]"), f, cat) {
+                if steps.iter().any(|st| st.admits(&a)) {
+                    self.err(
+                        file,
+                        &format!("{ep}.forbid[{j}]"),
+                        format!("`{a}` is both expected and forbidden"),
+                    );
+                }
+                if allow.iter().any(|al| al.address == a) {
+                    self.err(
+                        file,
+                        &format!("{ep}.forbid[{j}]"),
+                        format!("`{a}` is both allowed and forbidden"),
+                    );
+                }
+                forbid.push(a);
+            }
+        }
+        Expect {
+            calls: steps,
+            allow,
+            order: e.order,
+            before,
+            forbid,
+            exhaustive: e.exhaustive,
+        }
+    }
+
+    /// A conversation's rules: each `adds` names what the catalog holds and what is not
+    /// available yet at its turn (added by no earlier turn), and every address a turn
+    /// expects or allows is available at that turn (added by no later one).
+    fn conversation(
+        &mut self,
+        file: &Path,
+        p: &str,
+        here: &str,
+        turns: &[(String, Expect, Vec<Part>)],
+        cat: &Catalog,
+    ) {
+        let all = cat.addresses();
+        let mut added: Vec<Part> = Vec::new();
+        for (t, (_, _, adds)) in turns.iter().enumerate() {
+            for (j, part) in adds.iter().enumerate() {
+                let at = format!("{p}.turns[{t}].adds[{j}]");
+                let what = part.to_string();
+                let holds = match part {
+                    Part::Whole(r) => cat.has_resource(r),
+                    Part::One(a) => all.contains(a),
+                };
+                if !holds {
+                    self.err_at(
+                        file,
+                        &at,
+                        &what,
+                        1,
+                        format!("`{part}` is not in the catalog"),
+                    );
+                } else if added.iter().any(|x| match (x, part) {
+                    (x, Part::One(a)) => x.covers(a),
+                    (Part::Whole(r), Part::Whole(s)) => r == s,
+                    (Part::One(_), Part::Whole(_)) => false,
+                }) || adds[..j].contains(part)
+                {
+                    self.err_at(
+                        file,
+                        &at,
+                        here,
+                        1,
+                        format!("`{part}` is available already: an earlier turn added it"),
+                    );
+                }
+            }
+            added.extend(adds.iter().cloned());
+        }
+        for (t, (_, e, _)) in turns.iter().enumerate() {
+            let later: Vec<&Part> = turns[t + 1..].iter().flat_map(|(_, _, a)| a).collect();
+            let unavailable = e
+                .calls
+                .iter()
+                .flat_map(|s| s.alternatives.iter().map(|c| &c.address))
+                .chain(e.allow.iter().map(|a| &a.address))
+                .find(|a| later.iter().any(|part| part.covers(a)));
+            if let Some(a) = unavailable {
+                let a = a.to_string();
+                self.err_at(
+                    file,
+                    &format!("{p}.turns[{t}].expect"),
+                    &a,
+                    1,
+                    format!("`{a}` is expected or allowed at turn {}, but a later turn adds it: it is not available yet", t + 1),
+                );
+            }
+        }
     }
 
     /// One required step: an address string, an expected call object, or

@@ -45,18 +45,34 @@ impl Checker {
             }
         }
         for (i, q) in queries.iter().enumerate() {
-            for (j, c) in q.expect.all_alternatives().enumerate() {
+            for (t, e) in q.expects().enumerate() {
+                let ep = q.expect_path(i, t);
+                self.reference_sql(file, &dbs, &ep, e);
+            }
+        }
+    }
+
+    /// The reference SQL of one expectation (at `ep`), run.
+    fn reference_sql(
+        &mut self,
+        file: &Path,
+        dbs: &Databases,
+        ep: &str,
+        e: &crate::scenario::Expect,
+    ) {
+        {
+            for (j, c) in e.all_alternatives().enumerate() {
                 if let (Address::Database(db), Some(sql)) = (&c.address, &c.sql) {
                     match dbs.query(db, sql) {
                         Ok(r) if r.rows.is_empty() => self.err(
                             file,
-                            &format!("queries[{i}].expect.calls[{j}].sql"),
+                            &format!("{ep}.calls[{j}].sql"),
                             "the reference SQL returns no rows, so it cannot tell right from wrong",
                         ),
                         Ok(_) => {}
                         Err(e) => self.err_at(
                             file,
-                            &format!("queries[{i}].expect.calls[{j}].sql"),
+                            &format!("{ep}.calls[{j}].sql"),
                             sql,
                             1,
                             format!("the reference SQL fails: {e}"),

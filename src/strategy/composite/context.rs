@@ -85,6 +85,23 @@ impl Composite {
         st
     }
 
+    /// A conversation's catalog grew at this turn (its `adds`) and this composite,
+    /// rendered from the larger catalog, takes over: what it shows up front joins what
+    /// `state` holds (definitions shown, inlined skills, tools visible from the start);
+    /// everything else the episode did carries over.
+    pub fn grow(&self, state: &mut State) {
+        let fresh = self.new_state();
+        state.shown.extend(fresh.shown);
+        state.loaded_skills.extend(fresh.loaded_skills);
+        if let (Some(active), Some(initial)) = (state.active.as_mut(), &self.initial) {
+            for n in initial {
+                if !active.contains(n) {
+                    active.push(n.clone());
+                }
+            }
+        }
+    }
+
     /// What every part shows up front, before anything is held back.
     pub(super) fn base_state(&self) -> State {
         self.base().0.clone()
