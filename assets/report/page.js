@@ -242,7 +242,7 @@
     if(d.sel){var s=d.sel;h+='<p class=facts>selection step ('+s[0]+' tools, '+fmt(s[1])+' tokens, '+(s[2]?'keyword shortcut, no model call':s[3]+' model request(s)')+'): '+esc(s[4]>=0?'kept '+str(s[4]):'no usable or an empty answer, all tools kept')+'</p>';}
     d.t.forEach(function(t,j){
       // A conversation: a heading where each user turn begins.
-      (d.cv||[]).forEach(function(v){if(v[1]===j)h+='<h4 class=turn>turn '+v[0]+' — exact '+mark(v[3])+' · '+v[2]+' request(s) · billed input '+fmt(v[5])+' · billed, prefix cached '+fmt(v[6])+(v[4]>=0?' · <span class=no>'+esc(str(v[4]))+'</span>':'')+'</h4>';});
+      (d.cv||[]).forEach(function(v){if(v[1]===j)h+='<h4 class=turn>turn '+v[0]+' — exact '+mark(v[3])+' · '+v[2]+' request(s) · billed input '+fmt(v[5])+' · billed, prefix cached '+fmt(v[6])+(v[4]>=0?' · <span class=no>'+esc(str(v[4]))+'</span>':'')+'</h4><p class=facts>expected in this turn: <code>'+esc(v[7].length?v[7].map(str).join(', '):'(no call)')+'</code><br>made: <code>'+esc(v[8].length?v[8].map(str).join(', '):'(no call)')+'</code></p>';});
       h+='<details class=request><summary>request '+t[0]+' — '+fmt(t[1])+' tokens, '+t[2]+' tools visible'+(t[3]?', '+fmt(t[3])+' cacheable':'')+'</summary><table><thead><tr><th class=l>layer</th><th class=l>what</th><th>tokens</th></tr></thead><tbody>';
       var defs=[];
       t[4].forEach(function(e){

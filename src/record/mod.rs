@@ -382,6 +382,10 @@ pub struct TurnOutcome {
     /// Why it is not exact, in words (absent when it is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// Retrieval: the tools retrieved for this turn's text before the model was
+    /// asked, with their scores and ranks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retrieved: Vec<crate::strategy::Retrieved>,
     /// The selection step of this turn, when it ran (FIM One runs it per message).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selection: Option<SelectionRecord>,

@@ -380,6 +380,12 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         .conversation
         .iter()
         .map(|t| {
+            let steps: Vec<u32> = (t.expected.get("calls").and_then(Value::as_array))
+                .map(|a| a.iter().map(|x| st.id(&step_text(x))).collect())
+                .unwrap_or_default();
+            let made: Vec<u32> = (t.score.predicted.iter())
+                .map(|a| st.id(&a.to_string()))
+                .collect();
             json!([
                 t.turn,
                 t.first_request_index,
@@ -387,7 +393,9 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 u8::from(t.score.exact),
                 st.opt(t.failed.as_deref()),
                 t.tokens.billed_input,
-                t.tokens.billed_cached
+                t.tokens.billed_cached,
+                steps,
+                made
             ])
         })
         .collect();

@@ -227,6 +227,7 @@ impl Episode<'_> {
                 expected_ref: None,
                 selection: t.selection,
                 surfacing: t.surfacing,
+                retrieved: t.retrieved,
                 final_text: t.final_text.clone(),
             });
             calls.extend(t.calls);
@@ -265,7 +266,13 @@ impl Episode<'_> {
         let cached_before = conv.cached_total;
         let first_request_index = conv.requests.len();
         let mut selection = None;
+        // The turn's peak counts its selection request too, as a single query's does.
+        let mut selection_peak = 0;
         if comp.selection_applies() {
+            if t > 0 {
+                comp.new_turn(&mut lock(state));
+            }
+            let peak = std::mem::take(&mut conv.ledger.peak_context);
             match self
                 .select(
                     comp,
@@ -280,9 +287,22 @@ impl Episode<'_> {
                 Ok(record) => selection = Some(record),
                 Err(e) => conv.infra_error = Some(e),
             }
+            selection_peak = conv.ledger.peak_context;
+            conv.ledger.peak_context = selection_peak.max(peak);
         }
         // Retrieval acts on the turn's text before the model is asked (what earlier
         // turns retrieved stays: it is in the conversation).
+        let visible = |st: &State| -> Vec<String> {
+            comp.visible_tools(st)
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        let visible_before = if t > 0 {
+            visible(&lock(state))
+        } else {
+            Vec::new()
+        };
         let retrieved = comp.at_query(text, &mut lock(state));
         // What was surfaced to the model, in order: the selection step's list, what
         // retrieval ranked, what is shown up front; then what calls fetch or find.
@@ -307,14 +327,14 @@ impl Episode<'_> {
         let in_place = comp.mode.search.placement == crate::strategy::mode::Placement::Append
             && comp.holds_back();
         if t > 0 && !retrieved.is_empty() {
-            // What retrieval found for this turn was sorted into the tool list: the
-            // list sent from now on is a new one, cached from its first change on.
-            conv.first_tools = comp
-                .visible_tools(&lock(state))
-                .iter()
-                .map(|t| t.name.clone())
-                .collect();
-            conv.joined_at.clear();
+            // What retrieval found for this turn was sorted into the tool list: when
+            // that added a tool, the list sent from now on is a new one, cached from
+            // its first change on; when it found only what was there, nothing moves.
+            let now = visible(&lock(state));
+            if now != visible_before {
+                conv.first_tools = now;
+                conv.joined_at.clear();
+            }
         }
         conv.messages.push(Message::User {
             content: text.to_string(),
@@ -323,7 +343,7 @@ impl Episode<'_> {
         let mut hit_max_requests = false;
         let mut n_requests = 0;
         let mut turn_first = 0;
-        let mut turn_peak = 0;
+        let mut turn_peak = selection_peak;
         // The model's own misbehaviour, counted per answer.
         let (mut empty, mut refusals, mut truncs) = (0, 0, 0);
         let mut overflowed = false;
@@ -372,11 +392,13 @@ impl Episode<'_> {
                     Some(counted.system.clone()),
                 ));
             }
-            // Definitions present from the first request of the conversation, or of a
-            // turn whose `adds` grew the catalog, are tool definitions; any other that
-            // joins later was fetched.
-            let up_front = request == 1 || (k == 1 && !query.turn_adds(t).is_empty());
-            let grown_at = (up_front && request > 1).then_some(t + 1);
+            // Definitions present from a turn's first request — the conversation's,
+            // or a later turn's that its `adds`, the selection step's new pick or
+            // retrieval put in the list — are tool definitions of that turn; any other
+            // that joins later was fetched.
+            let up_front = k == 1;
+            let adds = request > 1 && k == 1 && !query.turn_adds(t).is_empty();
+            let grown_at = adds.then_some(t + 1);
             for t in counted.tools.iter() {
                 if let Some(&was) = conv.seen_tools.get(&t.name) {
                     // A turn that adds to the catalog may lengthen a definition sent

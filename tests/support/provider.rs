@@ -303,6 +303,9 @@ impl World {
                     state.turn_start = state.executed.len();
                     let text = query.turn_text(t);
                     if comp.selection_applies() {
+                        if t > 0 {
+                            comp.new_turn(&mut state);
+                        }
                         let picked = match comp.selection_shortcut(text) {
                             Some(p) => Some(p),
                             None => {

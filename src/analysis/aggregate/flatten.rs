@@ -336,7 +336,9 @@ impl Batch {
                 .push(l.tokens.get(layer).copied().unwrap_or(0));
         }
         let usage = l.usage.unwrap_or_default();
-        let billed = l.tokens.get("billed_input").copied().unwrap_or(0);
+        // What the provider's usage covers: the whole outcome (a conversation's usage
+        // sits on its first row, beside that turn's own tokens).
+        let billed = row.conv_billed;
         for (k, v) in [
             ("provider_input", usage.input),
             ("provider_output", usage.output),

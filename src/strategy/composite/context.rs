@@ -102,6 +102,17 @@ impl Composite {
         }
     }
 
+    /// A new user turn under the selection step: as FIM One builds a new agent for
+    /// each message, the tools loaded are the mode's starting set again (the step's
+    /// pick, which follows, replaces them; an unusable pick keeps them all), and what
+    /// `request_tools` loaded in earlier turns is gone.
+    pub fn new_turn(&self, state: &mut State) {
+        let fresh = self.new_state();
+        state.active = fresh.active;
+        state.selected = fresh.selected;
+        self.mark_active_shown(state);
+    }
+
     /// What every part shows up front, before anything is held back.
     pub(super) fn base_state(&self) -> State {
         self.base().0.clone()
