@@ -52,7 +52,8 @@
 //!   family and meet in its composite.
 //! - `scenario` loads and validates the scenario format; it knows catalogs, the
 //!   disclosure vocabulary and the databases it checks reference SQL on, no strategy.
-//! - `environment` is the world calls act on: fixture responses and seeded SQLite.
+//! - `environment` is the world calls act on: fixture responses, seeded SQLite, and
+//!   live MCP servers started per conversation.
 //! - The ground knows nothing above it: `tokens` counts wire texts; `disclosure` is the
 //!   vocabulary of modes per resource kind; `catalog` holds resources and addresses;
 //!   `args` compares argument values; `bm25` ranks short texts (tool search, retrieval
@@ -62,7 +63,8 @@
 //!   JavaScript engine; `wire`, `hash`, `error` and `exit` stand alone;
 //!   `names` makes tool names unique and maps them to what each provider accepts;
 //!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
-//!   (`import mcp`), and imports nothing of the crate.
+//!   (`import mcp`), holds live sessions with servers it starts (and the watcher that
+//!   stops them should discbench die), and imports nothing of the crate.
 
 pub mod analysis;
 pub mod args;

@@ -1387,3 +1387,358 @@ fn the_guide_runs_as_written() {
     }
     assert!(work.path().join("reports/real/index.html").is_file());
 }
+
+/// A world served by discbench itself (`serve --mode legacy`), as a live server for
+/// the tests that need no Python: its dump is what `import mcp` captures of it, and
+/// its answers carry a marker no fixture of the dump has.
+struct LiveWorld {
+    dir: tempfile::TempDir,
+    world: PathBuf,
+    dump: PathBuf,
+}
+
+const LIVE_MARKER: &str = "balance-from-the-live-world-7731";
+
+fn live_world() -> LiveWorld {
+    let dir = tempfile::tempdir().unwrap();
+    let world = dir.path().join("world.yaml");
+    std::fs::write(
+        &world,
+        format!(
+            r#"name: world
+catalog:
+  mcp_servers:
+    - name: bank
+      tools:
+        - name: get_balance
+          description: The balance of an account.
+          inputSchema: {{type: object, properties: {{account: {{type: string}}}}, required: [account]}}
+          response: {{balance: 42, note: {LIVE_MARKER}}}
+queries:
+  - {{id: q, text: x, expect: {{calls: []}}}}
+"#
+        ),
+    )
+    .unwrap();
+    let dump = dir.path().join("bank.tools.json");
+    let o = discbench()
+        .args(["import", "mcp", "--name", "bank", "--out"])
+        .arg(&dump)
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_discbench"))
+        .args(["serve", "--mode", "legacy"])
+        .arg(&world)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    LiveWorld { dir, world, dump }
+}
+
+impl LiveWorld {
+    /// A scenario of `n` queries, each reading one balance through the live world
+    /// started by `command` (`{world}` stands for the world's scenario file).
+    fn scenario(&self, command: &[&str], n: usize) -> PathBuf {
+        let command: Vec<String> = command
+            .iter()
+            .map(|c| {
+                c.replace("{world}", &self.world.display().to_string())
+                    .replace("{discbench}", env!("CARGO_BIN_EXE_discbench"))
+            })
+            .collect();
+        let queries: String = (0..n)
+            .map(|i| {
+                format!(
+                    "  - {{id: q{i}, text: What is the balance of account A-{i}?, expect: {{calls: [{{address: mcp:bank/bank__get_balance, args: {{account: [A-{i}]}}}}]}}}}\n"
+                )
+            })
+            .collect();
+        let path = self.dir.path().join("live.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "name: live\ncatalog:\n  include:\n    - path: {}\n      live: {{command: {}, timeout: 20}}\nqueries:\n{queries}",
+                self.dump.display(),
+                serde_json::to_string(&command).unwrap(),
+            ),
+        )
+        .unwrap();
+        path
+    }
+}
+
+fn run_live(scenario: &Path, out: &Path, extra: &[&str]) -> Output {
+    discbench()
+        .arg("run")
+        .arg(scenario)
+        .args([
+            "--mode",
+            "legacy",
+            "--model",
+            "oracle",
+            "--no-progress",
+            "--run-id",
+            "r",
+            "--out",
+        ])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// A live server answers the run's calls: nothing starts without `--allow-live` (the
+/// refusal names the command), the live `tools/list` is checked against the
+/// committed dump, the answers are the server's (not a fixture's), and run.json
+/// records what was started.
+#[test]
+fn live_servers_answer_calls_only_when_allowed() {
+    let w = live_world();
+    let sc = w.scenario(&["{discbench}", "serve", "--mode", "legacy", "{world}"], 3);
+    // `validate` and `tokens` start nothing and need no flag.
+    let o = discbench().arg("validate").arg(&sc).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = w.dir.path().join("runs");
+    let o = run_live(&sc, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("--allow-live"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{} serve --mode legacy",
+            env!("CARGO_BIN_EXE_discbench")
+        )),
+        "{err}"
+    );
+    assert!(!out.join("r").exists(), "a refused run writes nothing");
+
+    let o = run_live(&sc, &out, &["--allow-live"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = out.join("r");
+    let outcomes = std::fs::read_to_string(run.join("outcomes.jsonl")).unwrap();
+    let texts = std::fs::read_to_string(run.join("texts.jsonl")).unwrap_or_default();
+    assert_eq!(outcomes.lines().count(), 3);
+    for line in outcomes.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["score"]["exact"], true, "{line}");
+        assert!(v["infra_error"].is_null(), "{line}");
+    }
+    // The answers came from the live world: its marker is nowhere in the dump.
+    assert!(!std::fs::read_to_string(&w.dump)
+        .unwrap()
+        .contains(LIVE_MARKER));
+    assert!(
+        outcomes.contains(LIVE_MARKER) || texts.contains(LIVE_MARKER),
+        "the live answers are recorded"
+    );
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let live = &manifest["scenarios"][0]["live"][0];
+    assert_eq!(live["server"], "bank");
+    assert_eq!(live["name"], "discbench-world");
+    assert_eq!(live["tools_hash"].as_str().unwrap().len(), 32);
+    assert!(live["command"].as_str().unwrap().ends_with("world.yaml"));
+
+    // A dump that no longer matches the server is refused, naming the difference.
+    let dump = std::fs::read_to_string(&w.dump).unwrap();
+    std::fs::write(
+        &w.dump,
+        dump.replace("The balance of an account.", "Another text."),
+    )
+    .unwrap();
+    let o = run_live(&sc, &w.dir.path().join("runs2"), &["--allow-live"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`bank__get_balance`: the description differs"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// Whether a process is gone (or a zombie no one has reaped yet).
+fn gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(s) => s
+            .rsplit(')')
+            .next()
+            .is_some_and(|r| r.trim_start().starts_with('Z')),
+    }
+}
+
+fn pids(file: &Path) -> Vec<u32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < limit, "{what} within {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every process a run starts — the server and what it starts in turn — is stopped
+/// when the run ends, and killed when discbench is killed with SIGKILL (which runs no
+/// code of discbench's).
+#[test]
+#[cfg(target_os = "linux")]
+fn live_processes_die_with_the_run_even_on_sigkill() {
+    let w = live_world();
+    let pid_file = w.dir.path().join("pids");
+    let script = format!(
+        "echo $$ >> {p}; sleep 600 & echo $! >> {p}; sleep 0.3; exec {{discbench}} serve --mode legacy {{world}}",
+        p = pid_file.display()
+    );
+    let sc = w.scenario(&["sh", "-c", &script], 3);
+    let o = run_live(
+        &sc,
+        &w.dir.path().join("runs"),
+        &["--allow-live", "--jobs", "1"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let started = pids(&pid_file);
+    // The check's instance and one per query, two processes each.
+    assert_eq!(started.len(), 8, "{started:?}");
+    wait_until(
+        "every process of a finished run gone",
+        Duration::from_secs(5),
+        || started.iter().all(|p| gone(*p)),
+    );
+
+    std::fs::remove_file(&pid_file).unwrap();
+    let sc = w.scenario(&["sh", "-c", &script], 200);
+    let mut child = discbench()
+        .arg("run")
+        .arg(&sc)
+        .args([
+            "--mode",
+            "legacy",
+            "--model",
+            "oracle",
+            "--no-progress",
+            "--allow-live",
+        ])
+        .args(["--jobs", "2", "--run-id", "k", "--out"])
+        .arg(w.dir.path().join("runs"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Past the check, with episodes' servers running.
+    wait_until("episode servers started", Duration::from_secs(60), || {
+        pids(&pid_file).len() >= 6
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let started = pids(&pid_file);
+    wait_until(
+        "every process of a killed run gone",
+        Duration::from_secs(5),
+        || started.iter().all(|p| gone(*p)),
+    );
+}
+
+/// A live server that fails during the run is an infra error of the conversations it
+/// fails, and the run goes on; one that cannot start at all fails the run at its start
+/// (exit 3) before any outcome.
+#[test]
+fn a_failing_live_server_is_an_infra_error_and_the_run_goes_on() {
+    let w = live_world();
+    // The check's instance starts; every later one exits at once.
+    let marker = w.dir.path().join("started-once");
+    let script = format!(
+        "if [ -e {m} ]; then echo gone >&2; exit 7; fi; touch {m}; exec {{discbench}} serve --mode legacy {{world}}",
+        m = marker.display()
+    );
+    let sc = w.scenario(&["sh", "-c", &script], 3);
+    let out = w.dir.path().join("runs");
+    let o = run_live(&sc, &out, &["--allow-live"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    let outcomes = std::fs::read_to_string(out.join("r/outcomes.jsonl")).unwrap();
+    assert_eq!(
+        outcomes.lines().count(),
+        3,
+        "every conversation has its outcome"
+    );
+    for line in outcomes.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let e = v["infra_error"].as_str().unwrap_or_default();
+        assert!(e.contains("live server `bank`"), "{line}");
+        assert!(
+            e.contains("gone"),
+            "the server's stderr is in the error: {line}"
+        );
+    }
+
+    let sc = w.scenario(&["sh", "-c", "echo cannot >&2; exit 1"], 1);
+    let o = run_live(&sc, &w.dir.path().join("runs2"), &["--allow-live"]);
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("cannot"),
+        "{}",
+        text(&o)
+    );
+}
+
+/// The documented example (`fixtures/live/git.yaml`): mcp-server-git from PyPI,
+/// live, on a scratch repository per conversation — its `tools/list` is the
+/// committed capture, a branch made in a conversation's first turn is in the list its
+/// second turn reads (the state is the conversation's own), and run.json names the
+/// server's package and version.
+#[test]
+fn the_live_git_example_runs_as_documented() {
+    let venv = need_venv!();
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o = discbench()
+        .arg("run")
+        .arg(root().join("fixtures/live/git.yaml"))
+        .args([
+            "--allow-live",
+            "--model",
+            "oracle",
+            "--mode",
+            "legacy",
+            "--mode",
+            "progressive",
+        ])
+        .args(["--no-progress", "--run-id", "git", "--out"])
+        .arg(dir.path())
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let run = dir.path().join("git");
+    let outcomes = std::fs::read_to_string(run.join("outcomes.jsonl")).unwrap();
+    assert_eq!(outcomes.lines().count(), 4);
+    for line in outcomes.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert!(v["infra_error"].is_null(), "{line}");
+        assert_eq!(v["score"]["exact"], true, "{line}");
+        if v["query_id"] == "branch-then-list" {
+            assert!(line.contains(r"feature/login\n* main"), "{line}");
+        } else {
+            assert!(
+                line.contains("nothing to commit, working tree clean"),
+                "{line}"
+            );
+            assert!(
+                !line.contains("feature/login"),
+                "a fresh repository: {line}"
+            );
+        }
+    }
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    let live = &manifest["scenarios"][0]["live"][0];
+    assert_eq!(live["name"], "mcp-git");
+    assert_eq!(live["version"], "2026.10.19");
+}

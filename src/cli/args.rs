@@ -415,6 +415,11 @@ pub struct RunArgs {
     /// [default: 0]
     #[arg(long, value_name = "N|P%")]
     pub max_infra: Option<String>,
+    /// Let this run start the processes of the scenarios' live MCP servers (`live:` in
+    /// a scenario: commands it names, run on this machine). Never on by default: a
+    /// scenario that starts processes is code.
+    #[arg(long)]
+    pub allow_live: bool,
 }
 
 /// How the HTTP model backends are reached (keys come from the environment only).

@@ -74,6 +74,7 @@ fn work(s: RunSetup, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
         Box::new(Progress::new(progress)),
     ];
     let max_cost = exec.max_cost_usd;
+    let plan = ready.plan.clone();
     let work = Work {
         plan: ready.plan,
         todo: ready.todo,
@@ -83,7 +84,14 @@ fn work(s: RunSetup, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
         total: ready.manifest.assigned,
         already_done: ready.already_done,
     };
-    let stats = crate::runner::execute(work, exec, listeners).map_err(Failure::Infra)?;
+    let stats = crate::runner::execute(work, exec, listeners);
+    // Every live server the run started is stopped before the report is written.
+    for sc in &plan.scenarios {
+        if let Some(live) = &sc.live {
+            live.finish();
+        }
+    }
+    let stats = stats.map_err(Failure::Infra)?;
     if stats.over_budget {
         eprintln!(
             "spending limit reached: ${:.4} spent of ${:.4}; {} work items were not started; `discbench run --resume {}` continues",

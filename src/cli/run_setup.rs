@@ -18,6 +18,7 @@ use super::failure::{report_failure, Failure};
 use crate::analysis::compare;
 use crate::analysis::infra::Tolerance;
 use crate::analysis::Summary;
+use crate::environment::live::CheckError;
 use crate::model::http::Sampling;
 use crate::model::limit::Limits;
 use crate::model::models_file::{ModelsFile, MAX_TIMEOUT_SECS};
@@ -113,7 +114,7 @@ pub fn resolve(a: RunArgs, env: &Environment) -> Result<RunSetup, Failure> {
         .map(str::parse)
         .transpose()
         .map_err(|e| Failure::Usage(format!("--shard: {e}")))?;
-    let (dir, ready, repair) = match &a.resume {
+    let (dir, mut ready, repair) = match &a.resume {
         Some(dir) => {
             let (ready, repair) = resume(&a, dir, shard)?;
             (dir.clone(), ready, Some(repair))
@@ -123,6 +124,7 @@ pub fn resolve(a: RunArgs, env: &Environment) -> Result<RunSetup, Failure> {
             (a.out.join(&ready.manifest.run_id), ready, None)
         }
     };
+    live_gate(&mut ready, a.allow_live, a.resume.is_some())?;
     let progress = if a.no_progress {
         ProgressKind::Off
     } else if env.stderr_is_terminal && !env.is_ci {
@@ -151,6 +153,73 @@ pub fn resolve(a: RunArgs, env: &Environment) -> Result<RunSetup, Failure> {
         thresholds,
         tolerance,
     })
+}
+
+/// The scenarios' live MCP servers: refused unless the user allowed them (naming
+/// every command the run would start), else each checked once against its committed
+/// catalog and recorded in run.json (a resumed run's servers must list what they
+/// listed when it began).
+fn live_gate(ready: &mut Ready, allow: bool, resumed: bool) -> Result<(), Failure> {
+    let with_live: Vec<usize> = (0..ready.plan.scenarios.len())
+        .filter(|&i| ready.plan.scenarios[i].live.is_some())
+        .collect();
+    if with_live.is_empty() {
+        return Ok(());
+    }
+    if !allow {
+        let mut lines = Vec::new();
+        for &i in &with_live {
+            let run = &ready.plan.scenarios[i];
+            for spec in run.live.as_ref().expect("live").specs() {
+                lines.push(format!(
+                    "  {} (scenario {}): {}",
+                    spec.server,
+                    run.scenario.name,
+                    spec.shown()
+                ));
+            }
+        }
+        return Err(Failure::Usage(format!(
+            "this run would start the processes of live MCP servers, and starts none unless allowed:\n{}\nA scenario that starts processes is code: read it, then run again with --allow-live (each process gets only PATH, HOME, LANG, TMPDIR and the variables its scenario names)",
+            lines.join("\n")
+        )));
+    }
+    for &i in &with_live {
+        let run = &ready.plan.scenarios[i];
+        let live = run.live.as_ref().expect("live");
+        let infos = live.check(&run.scenario.catalog).map_err(|e| match e {
+            CheckError::Differs(m) => Failure::Usage(m),
+            CheckError::Failed(m) => Failure::Infra(anyhow::anyhow!(m)),
+        })?;
+        let Some(inputs) = ready
+            .manifest
+            .scenarios
+            .iter_mut()
+            .find(|s| s.name == run.scenario.name)
+        else {
+            continue;
+        };
+        if resumed && !inputs.live.is_empty() {
+            for now in &infos {
+                let Some(was) = inputs.live.iter().find(|w| w.server == now.server) else {
+                    continue;
+                };
+                if was.tools_hash != now.tools_hash {
+                    return Err(Failure::Usage(format!(
+                        "cannot resume: the live server `{}` lists other tools than when the run began ({} {} then, {} {} now)",
+                        now.server,
+                        was.name.as_deref().unwrap_or("?"),
+                        was.version.as_deref().unwrap_or("?"),
+                        now.name.as_deref().unwrap_or("?"),
+                        now.version.as_deref().unwrap_or("?"),
+                    )));
+                }
+            }
+        } else {
+            inputs.live = infos;
+        }
+    }
+    Ok(())
 }
 
 /// A validated run, ready to execute.

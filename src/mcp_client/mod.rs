@@ -1,4 +1,5 @@
-//! A client of real MCP servers, for `import mcp`: it starts a server (a command over
+//! A client of real MCP servers, for `import mcp` and for live servers in runs
+//! ([`live`]). For `import mcp` it starts a server (a command over
 //! stdio, [`stdio`]) or reaches one (Streamable HTTP, [`http`]), initializes with the
 //! official Rust SDK (`rmcp`), pages through
 //! `tools/list` — and `resources/list`, `resources/templates/list` and
@@ -13,6 +14,8 @@
 
 pub mod file;
 pub mod http;
+pub mod live;
+mod reaper;
 pub mod stdio;
 
 use std::collections::HashMap;

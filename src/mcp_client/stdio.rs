@@ -70,10 +70,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Tee<T> {
 
 /// The end of what a child wrote to stderr.
 #[derive(Clone, Default)]
-struct StderrTail(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct StderrTail(Arc<Mutex<Vec<u8>>>);
 
 impl StderrTail {
-    fn push(&self, bytes: &[u8]) {
+    pub(crate) fn push(&self, bytes: &[u8]) {
         let mut b = self.0.lock().expect("stderr");
         b.extend_from_slice(bytes);
         if b.len() > 2 * STDERR_KEPT {
@@ -82,7 +82,7 @@ impl StderrTail {
         }
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let b = self.0.lock().expect("stderr");
         let text = String::from_utf8_lossy(&b);
         let lines: Vec<&str> = text.lines().collect();
@@ -186,18 +186,21 @@ pub async fn capture(
 }
 
 /// Stops the child as the specification says: its stdin is closed already (the
-/// client is gone); wait, then SIGTERM the group, wait, then SIGKILL it.
-async fn stop(child: &mut Child) -> Option<ExitStatus> {
+/// client is gone); wait, then SIGTERM the group, wait, then SIGKILL it. The group is
+/// killed at the end whatever happened: what the server started and left behind goes
+/// with it. (The pid is read first: once the child is reaped, it has none.)
+pub(crate) async fn stop(child: &mut Child) -> Option<ExitStatus> {
+    let pid = child.id();
     if let Ok(Ok(s)) = tokio::time::timeout(GRACE, child.wait()).await {
-        kill_group(child, Signal::Kill);
+        kill_group(pid, Signal::Kill);
         return Some(s);
     }
-    kill_group(child, Signal::Term);
+    kill_group(pid, Signal::Term);
     if let Ok(Ok(s)) = tokio::time::timeout(GRACE, child.wait()).await {
-        kill_group(child, Signal::Kill);
+        kill_group(pid, Signal::Kill);
         return Some(s);
     }
-    kill_group(child, Signal::Kill);
+    kill_group(pid, Signal::Kill);
     let _ = child.kill().await;
     child.wait().await.ok()
 }
@@ -207,10 +210,10 @@ enum Signal {
     Kill,
 }
 
-/// Signals the child's process group (what is left of it), on Unix.
-fn kill_group(child: &Child, signal: Signal) {
+/// Signals the process group of the child `pid` (what is left of it), on Unix.
+fn kill_group(pid: Option<u32>, signal: Signal) {
     #[cfg(unix)]
-    if let Some(pid) = child.id() {
+    if let Some(pid) = pid {
         let sig = match signal {
             Signal::Term => libc::SIGTERM,
             Signal::Kill => libc::SIGKILL,
@@ -222,5 +225,5 @@ fn kill_group(child: &Child, signal: Signal) {
         }
     }
     #[cfg(not(unix))]
-    let _ = (child, signal);
+    let _ = (pid, signal);
 }

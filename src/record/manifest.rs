@@ -76,6 +76,9 @@ pub struct ScenarioInputs {
     pub path: PathBuf,
     /// Every file it was loaded from, with the content hash of each.
     pub files: BTreeMap<PathBuf, String>,
+    /// Its live MCP servers as the run found them at start.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub live: Vec<crate::environment::live::LiveInfo>,
 }
 
 /// The planned work: every item of the whole plan (all shards), in plan order.

@@ -14,6 +14,7 @@ use super::events::Event;
 use super::plan::Unit;
 use super::retry::RetryPolicy;
 use super::tally::{Scored, Tally};
+use crate::environment::live::{Instances, Live};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
@@ -38,6 +39,8 @@ pub struct Episode<'a> {
     pub stages: &'a [(usize, Arc<Unit>)],
     pub counter: &'a Counter,
     pub databases: &'a Databases,
+    /// The scenario's live MCP servers, when it has any (and the run may start them).
+    pub live: Option<&'a Arc<Live>>,
     pub retry: &'a RetryPolicy,
     /// Where retries are announced.
     pub events: &'a (dyn Fn(Event) + Send + Sync),
@@ -115,6 +118,7 @@ impl Episode<'_> {
                 system: first.system_tokens,
                 ..Ledger::default()
             },
+            live: self.live.map(Live::instances),
             ..Conversation::default()
         };
         let mut turns: Vec<Turned> = Vec::new();
@@ -586,6 +590,9 @@ impl Episode<'_> {
                     comp,
                     &mut lock(state),
                     self.databases,
+                    conv.live
+                        .as_ref()
+                        .map(|l| l as &dyn crate::environment::live::LiveCalls),
                     c,
                     &mut conv.ledger,
                     &call,
@@ -609,6 +616,11 @@ impl Episode<'_> {
                     content: a.content,
                     references,
                 });
+            }
+            // A live server that failed (did not start, crashed, hung): the
+            // conversation ends with an infra error, as a failed model request does.
+            if let Some(e) = conv.live.as_ref().and_then(Instances::failure) {
+                conv.infra_error.get_or_insert(e);
             }
             conv.requests.push(RequestRecord {
                 usage,
@@ -686,6 +698,8 @@ struct Conversation {
     messages: Vec<Message>,
     requests: Vec<RequestRecord>,
     infra_error: Option<String>,
+    /// This conversation's live MCP instances (started at their first call).
+    live: Option<Instances>,
     /// Each tool definition sent so far, by name, with its tokens when first sent
     /// (or when a turn's `adds` lengthened it).
     seen_tools: BTreeMap<String, usize>,

@@ -158,6 +158,7 @@ pub fn execute(
                     stages: &stages,
                     counter: &counter,
                     databases: &sc.databases,
+                    live: sc.live.as_ref(),
                     retry: &retry,
                     events: &events,
                 };

@@ -50,8 +50,13 @@ pub fn run_one(
         stages: &stages,
         counter,
         databases: &sc.databases,
+        live: sc.live.as_ref(),
         retry: &retry,
         events: &ignore,
     };
-    rt.block_on(ep.run(backend))
+    let outcome = rt.block_on(ep.run(backend));
+    if let Some(l) = &sc.live {
+        l.finish();
+    }
+    outcome
 }

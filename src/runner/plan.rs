@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use super::config::RunConfig;
 use crate::catalog::{Catalog, Part, Resource};
+use crate::environment::live::Live;
 use crate::environment::Databases;
 use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
 use crate::record::OutcomeKey;
@@ -61,6 +62,9 @@ pub struct Unit {
 pub struct ScenarioRun {
     pub scenario: Arc<Scenario>,
     pub databases: Arc<Databases>,
+    /// Its live MCP servers, when it has any: nothing is started until a call needs
+    /// it (and `run` starts nothing unless the user allowed it).
+    pub live: Option<Arc<Live>>,
 }
 
 /// One unit of work.
@@ -185,6 +189,7 @@ impl Plan {
             runs.push(ScenarioRun {
                 scenario: Arc::new(sc.clone()),
                 databases: Arc::new(databases),
+                live: (!sc.live.is_empty()).then(|| Arc::new(Live::new(sc.live.clone()))),
             });
             // Each distinct view (its own catalog, scope, instructions) of the
             // scenario's catalog, and its catalog: the whole one, shared, when a query
@@ -390,6 +395,7 @@ pub fn scenario_inputs(scenarios: &[Scenario]) -> Vec<ScenarioInputs> {
             name: s.name.clone(),
             path: s.path.clone(),
             files: s.sources.clone(),
+            live: Vec::new(),
         })
         .collect()
 }

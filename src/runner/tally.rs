@@ -79,6 +79,7 @@ impl Tally {
         comp: &Composite,
         state: &mut State,
         databases: &Databases,
+        live: Option<&dyn crate::environment::live::LiveCalls>,
         counter: &Counter,
         ledger: &mut Ledger,
         call: &ToolCall,
@@ -87,7 +88,7 @@ impl Tally {
     ) -> Answered {
         let unloaded = !comp.is_loaded(state, &call.name)
             && comp.all_tools().iter().any(|t| t.name == call.name);
-        let r = comp.resolve(call, state, databases);
+        let r = comp.resolve_live(call, state, databases, live);
         self.record(
             state,
             counter,

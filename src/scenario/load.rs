@@ -16,6 +16,7 @@ use crate::catalog::{
     Action, Address, Builtin, Catalog, Connector, Database, McpServer, McpTool, Skill, Table,
 };
 use crate::disclosure::Disclosure;
+use crate::environment::live::LiveSpec;
 use crate::error::{InputError, InputErrors};
 
 pub use crate::catalog::RESERVED_TOOL_NAMES;
@@ -234,6 +235,9 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
         cx.check.check_sql(path, &catalog, &queries);
     }
     let sources = std::mem::take(&mut cx.sources);
+    let mut live = std::mem::take(&mut cx.live);
+    live.sort_by(|a, b| a.server.cmp(&b.server));
+    cx.live = live;
     cx.check.finish(())?;
     Ok(Scenario {
         name: raw.name,
@@ -243,6 +247,82 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
         agent,
         queries,
         sources,
+        live: std::mem::take(&mut cx.live),
+    })
+}
+
+/// A `live:` object: `command` (a non-empty list: the program, then its arguments),
+/// `env` (names of variables passed from discbench's environment) and `timeout`
+/// (seconds). The error is (where under `live`, what).
+fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
+    let o = v.as_object().ok_or_else(|| {
+        (
+            String::new(),
+            "`live` is an object: {command: [program, args…], env: [NAME…], timeout: seconds}"
+                .to_string(),
+        )
+    })?;
+    for k in o.keys() {
+        match k.as_str() {
+            "command" | "env" | "timeout" => {}
+            "url" => return Err((
+                ".url".into(),
+                "live servers over Streamable HTTP are not supported yet: give `command` (stdio)"
+                    .into(),
+            )),
+            _ => {
+                return Err((
+                    format!(".{k}"),
+                    "unknown field; `live` has command, env and timeout".into(),
+                ))
+            }
+        }
+    }
+    let strings = |k: &str| -> Result<Vec<String>, (String, String)> {
+        match o.get(k) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| (format!(".{k}"), "a list of strings".to_string()))
+                })
+                .collect(),
+            Some(_) => Err((format!(".{k}"), "a list of strings".to_string())),
+        }
+    };
+    let command = strings("command")?;
+    if command.first().is_none_or(|c| c.trim().is_empty()) {
+        return Err((
+            ".command".into(),
+            "`live` needs `command`: the program, then its arguments".into(),
+        ));
+    }
+    let env = strings("env")?;
+    for name in &env {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err((".env".into(), format!("`{name}` is not a variable name")));
+        }
+    }
+    let timeout = match o.get("timeout") {
+        None => crate::environment::live::DEFAULT_TIMEOUT,
+        Some(t) => match t.as_f64() {
+            Some(s) if s > 0.0 && s <= 3600.0 => std::time::Duration::from_secs_f64(s),
+            _ => {
+                return Err((
+                    ".timeout".into(),
+                    "seconds, more than 0 and at most 3600".into(),
+                ))
+            }
+        },
+    };
+    Ok(LiveSpec {
+        server: String::new(),
+        command,
+        env,
+        timeout,
+        base: base.to_path_buf(),
     })
 }
 
@@ -338,6 +418,8 @@ struct Loader {
     /// Tool documentation (`docs:` entries and inline fields), applied once the whole
     /// catalog is known: (file, path, address, fields).
     docs: Vec<(PathBuf, String, String, RawToolDocs)>,
+    /// Live MCP servers (`live:` in an include of a `tools/list` dump).
+    live: Vec<LiveSpec>,
 }
 
 impl Loader {
@@ -358,16 +440,16 @@ impl Loader {
         let base = file.parent().unwrap_or(Path::new("."));
         for (i, inc) in raw.include.iter().enumerate() {
             let p = format!("{at}.include[{i}]");
-            let (rel, name, description) = match inc {
-                Value::String(s) => (s.clone(), None, None),
+            let (rel, name, description, live) = match inc {
+                Value::String(s) => (s.clone(), None, None, None),
                 Value::Object(o) => {
                     let mut bad = false;
                     for k in o.keys() {
-                        if !matches!(k.as_str(), "path" | "name" | "description") {
+                        if !matches!(k.as_str(), "path" | "name" | "description" | "live") {
                             self.check.err(
                                 file,
                                 &format!("{p}.{k}"),
-                                "unknown field; an include has path, name and description",
+                                "unknown field; an include has path, name, description and live",
                             );
                             bad = true;
                         }
@@ -380,7 +462,17 @@ impl Loader {
                         continue;
                     }
                     let s = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_string);
-                    (rel.to_string(), s("name"), s("description"))
+                    let live = match o.get("live") {
+                        None => None,
+                        Some(v) => match live_spec(v, base) {
+                            Ok(spec) => Some(spec),
+                            Err((at, msg)) => {
+                                self.check.err(file, &format!("{p}.live{at}"), msg);
+                                continue;
+                            }
+                        },
+                    };
+                    (rel.to_string(), s("name"), s("description"), live)
                 }
                 _ => {
                     self.check.err(
@@ -409,7 +501,28 @@ impl Loader {
                     .err(file, &p, "includes nest deeper than 8 levels (a cycle?)");
                 continue;
             }
+            let servers = out.mcp_servers.len();
             self.include_file(&target, name, description, out, depth + 1);
+            if let Some(mut spec) = live {
+                if out.mcp_servers.len() == servers + 1 {
+                    spec.server = out.mcp_servers[servers].name.clone();
+                    if self.live.iter().any(|l| l.server == spec.server) {
+                        self.check.err(
+                            file,
+                            &format!("{p}.live"),
+                            format!("the MCP server `{}` is live twice", spec.server),
+                        );
+                    } else {
+                        self.live.push(spec);
+                    }
+                } else {
+                    self.check.err(
+                        file,
+                        &format!("{p}.live"),
+                        "`live` applies only to an MCP tools/list dump (a committed capture)",
+                    );
+                }
+            }
         }
 
         for (i, s) in raw.skills.into_iter().enumerate() {

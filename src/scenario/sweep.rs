@@ -306,6 +306,7 @@ pub fn sweep(
             agent: base.agent.clone(),
             queries: Vec::with_capacity(base.queries.len()),
             sources: sources.clone(),
+            live: base.live.clone(),
         })
         .collect();
     // Catalogs of equal contents are shared (no-call queries, queries needing the

@@ -24,6 +24,8 @@ pub struct Scenario {
     /// Every file the scenario was loaded from (itself, includes, skill texts, seed
     /// SQL) with a content hash of each, for `run.json`.
     pub sources: BTreeMap<PathBuf, String>,
+    /// How its live MCP servers are started, when it has any (`live:` in an include).
+    pub live: Vec<crate::environment::live::LiveSpec>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -275,6 +275,7 @@ impl Session {
             &self.served.composite,
             &mut self.state,
             &self.served.databases,
+            None,
             &self.served.counter,
             &mut self.ledger,
             call,

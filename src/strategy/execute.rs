@@ -1,5 +1,5 @@
 //! Executing a call on the environment: arguments checked against the tool's schema,
-//! SQL run on the scenario's SQLite, fixture responses returned (and cut as FIM One
+//! SQL run on the scenario's SQLite, a live MCP server's answer or fixture responses returned (and cut as FIM One
 //! cuts connector and MCP results).
 
 use serde_json::{json, Value};
@@ -31,6 +31,13 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
             Err(e) => json!({"error": e.0}).to_string(),
         };
         (content, Some(r))
+    } else if let Some((server, tool, live)) = live_target(&address, env) {
+        // A live server answers whatever the arguments: it judges them itself, as
+        // it would for any client.
+        let answer = live.call(server, tool, args).unwrap_or_else(|| {
+            json!({"error": "the live server failed (an infrastructure error)"}).to_string()
+        });
+        (results::truncate(&answer, &env.config.results.mcp), None)
     } else if !schema_errors.is_empty() {
         (
             json!({"error": format!("invalid arguments: {}", schema_errors.join("; "))})
@@ -55,6 +62,23 @@ pub fn execute(address: Address, args: &Value, state: &State, env: &Env) -> Reso
             blind,
             sql_result,
         },
+    }
+}
+
+/// The live server that answers calls to `address`, if one does.
+fn live_target<'e>(
+    address: &'e Address,
+    env: &Env<'e>,
+) -> Option<(
+    &'e str,
+    &'e str,
+    &'e dyn crate::environment::live::LiveCalls,
+)> {
+    match (address, env.live) {
+        (Address::Mcp(server, tool), Some(live)) if live.serves(server) => {
+            Some((server, tool, live))
+        }
+        _ => None,
     }
 }
 

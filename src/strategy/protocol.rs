@@ -297,6 +297,9 @@ pub struct Env<'a> {
     pub catalog: &'a Catalog,
     pub databases: &'a Databases,
     pub config: &'a ProtocolConfig,
+    /// The conversation's live MCP servers, when the scenario has any: they answer
+    /// calls to their tools instead of the fixtures.
+    pub live: Option<&'a dyn crate::environment::live::LiveCalls>,
 }
 
 /// What a strategy retrieved for a query before the model was asked (retrieval).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::catalog::Address;
+use crate::environment::live::LiveCalls;
 use crate::environment::Databases;
 use crate::scenario::ExpectedCall;
 use crate::wire::{NativeSearch, NativeTools, ToolCall};
@@ -38,12 +39,24 @@ impl Composite {
             .map(|b| b.as_ref())
     }
 
-    /// Answers one call of the model.
+    /// Answers one call of the model, with no live server.
     pub fn resolve(&self, call: &ToolCall, state: &mut State, databases: &Databases) -> Resolution {
+        self.resolve_live(call, state, databases, None)
+    }
+
+    /// Answers one call of the model; calls to a live server's tools go to `live`.
+    pub fn resolve_live(
+        &self,
+        call: &ToolCall,
+        state: &mut State,
+        databases: &Databases,
+        live: Option<&dyn LiveCalls>,
+    ) -> Resolution {
         let env = Env {
             catalog: &self.catalog,
             databases,
             config: &self.config,
+            live,
         };
         let args: Value = match serde_json::from_str(&call.arguments) {
             Ok(v @ Value::Object(_)) => v,

@@ -1,0 +1,460 @@
+//! Live MCP servers: real processes answering a run's executed calls instead of
+//! fixture responses.
+//!
+//! A scenario names how to start each live server ([`LiveSpec`], beside the committed
+//! catalog file it includes); a run that is allowed to start them ([`Live`]) first
+//! checks one instance's `tools/list` against that catalog ([`Live::check`]), then
+//! gives every conversation (or single query) instances of its own ([`Instances`]):
+//! a fresh process and MCP session per server, started at the first call that needs
+//! it, in a fresh empty working directory, stopped when the conversation ends. A
+//! started process gets a fixed, small environment — `PATH`, `HOME`, `LANG`, `TMPDIR`
+//! from discbench's own, and the variables the scenario names — and nothing else, so
+//! no API key reaches it unless named.
+//!
+//! A call the server answers is a result (an `isError` answer an error result); a
+//! server that cannot be started, crashes, or does not answer within the timeout is
+//! an infrastructure failure of that conversation ([`Instances::failure`]), and the
+//! run goes on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::catalog::Catalog;
+use crate::mcp_client::live::{Launch, LiveSession};
+
+/// How long a live server may take to start (through `initialize`) and to answer one
+/// request, unless the scenario says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The variables every started process gets from discbench's environment (when set).
+pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
+
+/// How to start one live server, as the scenario says.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveSpec {
+    /// The server's name in the catalog (`mcp:<server>/…`).
+    pub server: String,
+    /// The program and its arguments. A program written with a `/` and relative is
+    /// relative to the scenario file that names it; without one it is found on `PATH`.
+    pub command: Vec<String>,
+    /// Variables passed from discbench's environment besides [`BASE_ENV`].
+    pub env: Vec<String>,
+    /// Seconds to start, and per request.
+    pub timeout: Duration,
+    /// The directory of the file that names it.
+    #[serde(skip)]
+    pub base: PathBuf,
+}
+
+impl LiveSpec {
+    /// The command as written, for messages.
+    pub fn shown(&self) -> String {
+        self.command.join(" ")
+    }
+
+    fn program(&self) -> OsString {
+        let p = Path::new(&self.command[0]);
+        if p.is_relative() && self.command[0].contains('/') {
+            self.base.join(p).into_os_string()
+        } else {
+            p.as_os_str().to_owned()
+        }
+    }
+
+    /// The environment the process gets: [`BASE_ENV`] and the named variables, from
+    /// `vars` (discbench's own environment). A named variable that is not set is an
+    /// error: the server would start without what the scenario says it needs.
+    pub fn environment(
+        &self,
+        vars: &dyn Fn(&str) -> Option<OsString>,
+    ) -> Result<BTreeMap<OsString, OsString>, String> {
+        let mut env = BTreeMap::new();
+        for k in BASE_ENV {
+            if let Some(v) = vars(k) {
+                env.insert(OsString::from(k), v);
+            }
+        }
+        for k in &self.env {
+            match vars(k) {
+                Some(v) => {
+                    env.insert(OsString::from(k), v);
+                }
+                None => {
+                    return Err(format!(
+                        "the live server `{}` is to get `{k}` from the environment, and `{k}` is not set",
+                        self.server
+                    ))
+                }
+            }
+        }
+        Ok(env)
+    }
+}
+
+/// What a run records of a live server (`run.json`): how it was started, what it said
+/// it is, and a hash of the tools it listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LiveInfo {
+    pub server: String,
+    pub command: String,
+    /// `serverInfo.name` and `serverInfo.version` from its `initialize` answer.
+    pub name: Option<String>,
+    pub version: Option<String>,
+    /// A content hash of its `tools/list` (every tool, as listed, in order).
+    pub tools_hash: String,
+}
+
+/// Why a run's live servers failed their check at start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CheckError {
+    /// A server could not be started or did not answer: the machine's or the
+    /// server's fault.
+    #[error("{0}")]
+    Failed(String),
+    /// It answered, with other tools than its committed catalog's: the scenario's.
+    #[error("{0}")]
+    Differs(String),
+}
+
+/// A run's live servers, allowed to start.
+pub struct Live {
+    specs: Vec<LiveSpec>,
+    /// Sessions being stopped, with their working directories (removed once the
+    /// process is gone), waited for at the end of the run.
+    stopping: Mutex<Vec<(std::thread::JoinHandle<()>, tempfile::TempDir)>>,
+    /// Where each instance's working directory is made.
+    scratch: PathBuf,
+}
+
+impl std::fmt::Debug for Live {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Live").field("specs", &self.specs).finish()
+    }
+}
+
+/// The protocol version asked for in `initialize`.
+const VERSION: &str = crate::mcp_client::DEFAULT_PROTOCOL_VERSION;
+
+impl Live {
+    pub fn new(specs: Vec<LiveSpec>) -> Live {
+        Live {
+            specs,
+            stopping: Mutex::new(Vec::new()),
+            scratch: std::env::temp_dir(),
+        }
+    }
+
+    pub fn specs(&self) -> &[LiveSpec] {
+        &self.specs
+    }
+
+    fn spec(&self, server: &str) -> Option<&LiveSpec> {
+        self.specs.iter().find(|s| s.server == server)
+    }
+
+    /// Starts one instance of `server` in a fresh working directory (removed when the
+    /// instance stops).
+    fn start(&self, spec: &LiveSpec) -> Result<Instance, String> {
+        let env = spec.environment(&|k| std::env::var_os(k))?;
+        let dir = tempfile::Builder::new()
+            .prefix("discbench-live-")
+            .tempdir_in(&self.scratch)
+            .map_err(|e| format!("cannot make a working directory for `{}`: {e}", spec.server))?;
+        let launch = Launch {
+            program: spec.program(),
+            args: spec.command[1..].iter().map(OsString::from).collect(),
+            env,
+            cwd: dir.path().to_path_buf(),
+            timeout: spec.timeout,
+        };
+        let session = LiveSession::start(launch, VERSION)
+            .map_err(|e| format!("live server `{}`: {e}", spec.server))?;
+        Ok(Instance {
+            session: Some(session),
+            dir,
+        })
+    }
+
+    /// Starts one instance of every live server, reads its `tools/list`, and checks it
+    /// against the committed catalog: the same tools, in any order, each with the same
+    /// description and input schema. Returns what run.json records of each.
+    pub fn check(&self, catalog: &Catalog) -> Result<Vec<LiveInfo>, CheckError> {
+        let mut out = Vec::new();
+        for spec in &self.specs {
+            let inst = self.start(spec).map_err(CheckError::Failed)?;
+            let session = inst.session.as_ref().expect("a started instance");
+            let listed = session
+                .tools()
+                .map_err(|e| CheckError::Failed(format!("live server `{}`: {e}", spec.server)));
+            let info = session.initialize.get("serverInfo").cloned();
+            self.retire(inst);
+            let listed = listed?;
+            let server = catalog
+                .mcp_servers
+                .iter()
+                .find(|s| s.name == spec.server)
+                .ok_or_else(|| {
+                    CheckError::Differs(format!("the catalog has no MCP server `{}`", spec.server))
+                })?;
+            let differences = differences(server, &listed);
+            if !differences.is_empty() {
+                return Err(CheckError::Differs(format!(
+                    "the live server `{}` (`{}`) does not list the tools of its committed catalog:\n  - {}\ncapture it again with `discbench import mcp` if the server changed on purpose",
+                    spec.server,
+                    spec.shown(),
+                    differences.join("\n  - ")
+                )));
+            }
+            let s = |k: &str| {
+                info.as_ref()
+                    .and_then(|i| i.get(k))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            };
+            out.push(LiveInfo {
+                server: spec.server.clone(),
+                command: spec.shown(),
+                name: s("name"),
+                version: s("version"),
+                tools_hash: crate::hash::content_hash(Value::Array(listed).to_string().as_bytes()),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Instances of this run's servers for one conversation: none started until a call
+    /// needs one.
+    pub fn instances(self: &Arc<Self>) -> Instances {
+        Instances {
+            live: self.clone(),
+            running: Mutex::new(HashMap::new()),
+            failure: Mutex::new(None),
+        }
+    }
+
+    /// Stops an instance without waiting for it; [`Live::finish`] waits.
+    fn retire(&self, inst: Instance) {
+        let Instance { session, dir } = inst;
+        if let Some(t) = session.and_then(LiveSession::close_later) {
+            let mut stopping = self.stopping.lock().expect("stopping");
+            stopping.retain(|(t, _)| !t.is_finished());
+            stopping.push((t, dir));
+        }
+    }
+
+    /// Waits until every instance this run started has stopped.
+    pub fn finish(&self) {
+        let threads = std::mem::take(&mut *self.stopping.lock().expect("stopping"));
+        for (t, dir) in threads {
+            let _ = t.join();
+            drop(dir);
+        }
+    }
+}
+
+/// The committed catalog's tools against a live `tools/list`: what differs, said.
+fn differences(server: &crate::catalog::McpServer, listed: &[Value]) -> Vec<String> {
+    let mut out = Vec::new();
+    let live: BTreeMap<&str, &Value> = listed
+        .iter()
+        .filter_map(|t| Some((t.get("name")?.as_str()?, t)))
+        .collect();
+    for tool in &server.tools {
+        let Some(l) = live.get(tool.name.as_str()) else {
+            out.push(format!("`{}` is not listed by the live server", tool.name));
+            continue;
+        };
+        let description = l.get("description").and_then(Value::as_str).unwrap_or("");
+        if description != tool.description {
+            out.push(format!("`{}`: the description differs", tool.name));
+        }
+        let schema = l.get("inputSchema").cloned().unwrap_or(json!({}));
+        if schema != *tool.input_schema {
+            out.push(format!("`{}`: the input schema differs", tool.name));
+        }
+    }
+    for name in live.keys() {
+        if !server.tools.iter().any(|t| t.name == *name) {
+            out.push(format!("`{name}` is listed live but not in the catalog"));
+        }
+    }
+    out
+}
+
+/// One started server of one conversation.
+struct Instance {
+    session: Option<LiveSession>,
+    dir: tempfile::TempDir,
+}
+
+/// What an executed call of a live server answers.
+pub trait LiveCalls: Send + Sync {
+    /// Whether calls to `server`'s tools go to a live instance.
+    fn serves(&self, server: &str) -> bool;
+    /// The server's answer to `tool` with `args`, as the model reads it; `None` when
+    /// the exchange failed (the failure is kept: [`Instances::failure`]).
+    fn call(&self, server: &str, tool: &str, args: &Value) -> Option<String>;
+}
+
+/// One conversation's live instances.
+pub struct Instances {
+    live: Arc<Live>,
+    running: Mutex<HashMap<String, Instance>>,
+    failure: Mutex<Option<String>>,
+}
+
+impl Instances {
+    /// The first exchange that failed, if one did: the conversation's infra error.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().expect("failure").clone()
+    }
+
+    fn fail(&self, e: String) {
+        self.failure.lock().expect("failure").get_or_insert(e);
+    }
+}
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        let running = std::mem::take(&mut *self.running.lock().expect("running"));
+        for (_, inst) in running {
+            self.live.retire(inst);
+        }
+    }
+}
+
+impl LiveCalls for Instances {
+    fn serves(&self, server: &str) -> bool {
+        self.live.spec(server).is_some()
+    }
+
+    fn call(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
+        if self.failure().is_some() {
+            return None;
+        }
+        let spec = self.live.spec(server)?;
+        let mut running = self.running.lock().expect("running");
+        if !running.contains_key(server) {
+            match self.live.start(spec) {
+                Ok(i) => {
+                    running.insert(server.to_string(), i);
+                }
+                Err(e) => {
+                    self.fail(e);
+                    return None;
+                }
+            }
+        }
+        let session = running[server]
+            .session
+            .as_ref()
+            .expect("a running instance");
+        let args = args.as_object().cloned().unwrap_or_default();
+        match session.call(tool, args) {
+            Ok(result) => Some(answer_text(&result)),
+            Err(e) => {
+                // A server that failed once is not asked again in this conversation.
+                if let Some(inst) = running.remove(server) {
+                    self.live.retire(inst);
+                }
+                self.fail(format!("live server `{server}`: {e}"));
+                None
+            }
+        }
+    }
+}
+
+/// A `CallToolResult` as the model reads it: the text of its text blocks, one per
+/// line, any other block as its JSON; the structured content when there is no block;
+/// an error result (`isError`) as `{"error": …}`, as discbench answers its own errors.
+pub fn answer_text(result: &Value) -> String {
+    let blocks = result
+        .get("content")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut parts: Vec<String> = blocks
+        .iter()
+        .map(
+            |b| match (b.get("type").and_then(Value::as_str), b.get("text")) {
+                (Some("text"), Some(Value::String(t))) => t.clone(),
+                _ => b.to_string(),
+            },
+        )
+        .collect();
+    if parts.is_empty() {
+        if let Some(s) = result.get("structuredContent") {
+            parts.push(s.to_string());
+        }
+    }
+    let text = parts.join("\n");
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        json!({ "error": text }).to_string()
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_read_as_text_and_errors_as_errors() {
+        let ok = json!({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]});
+        assert_eq!(answer_text(&ok), "a\nb");
+        let err = json!({"content": [{"type": "text", "text": "no such repo"}], "isError": true});
+        assert_eq!(answer_text(&err), r#"{"error":"no such repo"}"#);
+        let structured = json!({"content": [], "structuredContent": {"n": 1}});
+        assert_eq!(answer_text(&structured), r#"{"n":1}"#);
+        let image =
+            json!({"content": [{"type": "image", "data": "AA==", "mimeType": "image/png"}]});
+        assert!(answer_text(&image).contains("image/png"));
+    }
+
+    #[test]
+    fn the_environment_is_fixed_and_named_variables_must_be_set() {
+        let spec = LiveSpec {
+            server: "git".into(),
+            command: vec!["mcp-server-git".into()],
+            env: vec!["GIT_AUTHOR_NAME".into()],
+            timeout: DEFAULT_TIMEOUT,
+            base: PathBuf::new(),
+        };
+        let vars = |k: &str| match k {
+            "PATH" => Some("/bin".into()),
+            "OPENAI_API_KEY" => Some("secret".into()),
+            "GIT_AUTHOR_NAME" => Some("A".into()),
+            _ => None,
+        };
+        let env = spec.environment(&vars).unwrap();
+        let keys: Vec<_> = env
+            .keys()
+            .map(|k| k.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(keys, ["GIT_AUTHOR_NAME", "PATH"]);
+        let none = |k: &str| (k == "PATH").then(|| OsString::from("/bin"));
+        let e = spec.environment(&none).unwrap_err();
+        assert!(e.contains("`GIT_AUTHOR_NAME` is not set"), "{e}");
+    }
+
+    #[test]
+    fn a_relative_program_with_a_slash_is_relative_to_the_scenario() {
+        let spec = |c: &str| LiveSpec {
+            server: "s".into(),
+            command: vec![c.into()],
+            env: vec![],
+            timeout: DEFAULT_TIMEOUT,
+            base: PathBuf::from("/scenarios"),
+        };
+        assert_eq!(spec("./bridge.py").program(), "/scenarios/./bridge.py");
+        assert_eq!(spec("python3").program(), "python3");
+        assert_eq!(spec("/usr/bin/env").program(), "/usr/bin/env");
+    }
+}
