@@ -1742,3 +1742,124 @@ fn the_live_git_example_runs_as_documented() {
     assert_eq!(live["name"], "mcp-git");
     assert_eq!(live["version"], "2026.10.19");
 }
+
+/// A scenario over `tests/mcp/counter.py` (a stateful server, live, its state as the
+/// resource `counter://state`), with the given queries.
+fn counter_scenario(dir: &Path, queries: &str) -> PathBuf {
+    let server = root().join("tests/mcp/counter.py");
+    let dump = dir.join("counter.tools.json");
+    if !dump.exists() {
+        let o = discbench()
+            .args(["import", "mcp", "--name", "counter", "--out"])
+            .arg(&dump)
+            .arg("--")
+            .arg("python3")
+            .arg(&server)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let path = dir.join("counter.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "name: counter\ncatalog:\n  include:\n    - path: counter.tools.json\n      live: {{command: [python3, {}], state: \"counter://state\"}}\nqueries:\n{queries}",
+            server.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The outcome lines of a run, by query id.
+fn outcomes_by_query(run: &Path) -> std::collections::BTreeMap<String, Value> {
+    std::fs::read_to_string(run.join("outcomes.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["query_id"].as_str().unwrap().to_string(), v))
+        .collect()
+}
+
+/// Turns judged by state: the reference runs on a second fresh instance, and a turn
+/// passes when the states are equal and the reference's results are among the agent's
+/// — whatever path the agent took; a state that differs fails the turn and says so.
+/// Under `judge: bfcl` a turn with an empty reference is not judged and judging stops
+/// at the first failing turn.
+#[test]
+fn turns_judged_by_state_against_a_reference_instance() {
+    let dir = tempfile::tempdir().unwrap();
+    let turns = |id: &str, judge: &str, first: &str| {
+        format!(
+            "  - id: {id}\n{judge}    turns:\n      - text: Add 5 to the counter.\n        expect: {first}\n      - text: What is the counter now?\n        expect: {{reference: [{{address: mcp:counter/get}}]}}\n      - text: Thanks.\n        expect: {{reference: []}}\n"
+        )
+    };
+    let reference = "{reference: [{address: mcp:counter/add, args: {n: 5}}]}";
+    // The agent (the oracle, following `calls`) reaches 5 another way.
+    let other_path = "{calls: [{address: mcp:counter/add, args: {n: [2]}}, {address: mcp:counter/add, args: {n: [3]}}], reference: [{address: mcp:counter/add, args: {n: 5}}]}";
+    let wrong = "{calls: [{address: mcp:counter/add, args: {n: [3]}}], reference: [{address: mcp:counter/add, args: {n: 5}}]}";
+    // A turn with an empty reference where the agent changes the state anyway.
+    let drift = |id: &str, judge: &str| {
+        format!(
+            "  - id: {id}\n{judge}    turns:\n      - text: Add 5.\n        expect: {reference}\n      - text: Thanks.\n        expect: {{calls: [{{address: mcp:counter/add, args: {{n: [1]}}}}], reference: []}}\n"
+        )
+    };
+    let queries = [
+        turns("by-reference", "", reference),
+        turns("other-path", "", other_path),
+        turns("wrong", "", wrong),
+        turns("wrong-bfcl", "    judge: bfcl\n", wrong),
+        drift("drift", ""),
+        drift("drift-bfcl", "    judge: bfcl\n"),
+    ]
+    .concat();
+    let sc = counter_scenario(dir.path(), &queries);
+    let o = discbench().arg("validate").arg(&sc).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let out = dir.path().join("runs");
+    let o = run_live(&sc, &out, &["--allow-live"]);
+    // Inexact conversations are a result, not a failure of the run.
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let by = outcomes_by_query(&out.join("r"));
+    let turn = |q: &str, t: usize| by[q]["conversation"][t]["score"].clone();
+    for q in ["by-reference", "other-path"] {
+        assert_eq!(by[q]["score"]["exact"], true, "{q}: {}", by[q]);
+        for t in 0..3 {
+            assert_eq!(turn(q, t)["state_ok"], true, "{q} turn {t}");
+            assert_eq!(turn(q, t)["results_ok"], true, "{q} turn {t}");
+        }
+    }
+    // The reference's tools are what recall is measured on when no calls are listed.
+    assert_eq!(turn("by-reference", 0)["recall"], 1.0);
+    assert!(turn("by-reference", 0)["args_ok"].is_null());
+    // 3 where the reference has 5: the state and the results differ, and the next turns
+    // (which read and leave it) fail on the state too.
+    assert_eq!(by["wrong"]["score"]["exact"], false);
+    assert_eq!(by["wrong"]["conversation"].as_array().unwrap().len(), 3);
+    assert_eq!(turn("wrong", 0)["state_ok"], false);
+    assert_eq!(turn("wrong", 0)["results_ok"], false);
+    let why = by["wrong"]["conversation"][0]["failed"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        why.contains("the state differs from the reference's (mcp:counter)"),
+        "{why}"
+    );
+    assert_eq!(
+        turn("wrong", 2)["state_ok"],
+        false,
+        "an empty reference must keep the state"
+    );
+    // BFCL's rules: judging stops at the first failing turn.
+    assert_eq!(by["wrong-bfcl"]["score"]["exact"], false);
+    assert_eq!(
+        by["wrong-bfcl"]["conversation"].as_array().unwrap().len(),
+        1
+    );
+    // An empty reference: the general rule wants the state kept; BFCL does not judge
+    // the turn.
+    assert_eq!(turn("drift", 1)["state_ok"], false);
+    assert_eq!(by["drift"]["score"]["exact"], false);
+    assert!(turn("drift-bfcl", 1)["state_ok"].is_null());
+    assert_eq!(by["drift-bfcl"]["score"]["exact"], true);
+}

@@ -26,7 +26,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::catalog::Catalog;
-use crate::mcp_client::live::{Launch, LiveSession};
+use crate::mcp_client::live::{Launch, LiveProcess, LiveSession, Stopping, Target};
 
 /// How long a live server may take to start (through `initialize`) and to answer one
 /// request, unless the scenario says otherwise.
@@ -35,14 +35,35 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The variables every started process gets from discbench's environment (when set).
 pub const BASE_ENV: [&str; 4] = ["PATH", "HOME", "LANG", "TMPDIR"];
 
-/// How to start one live server, as the scenario says.
+/// How a live server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// A process per instance, over its stdin and stdout.
+    Stdio,
+    /// A Streamable HTTP endpoint, a session per instance: at `url`, or at the URL a
+    /// process started once per run prints first.
+    Http,
+}
+
+/// How to start (or reach) one live server, as the scenario says.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LiveSpec {
     /// The server's name in the catalog (`mcp:<server>/…`).
     pub server: String,
-    /// The program and its arguments. A program written with a `/` and relative is
-    /// relative to the scenario file that names it; without one it is found on `PATH`.
+    /// The program and its arguments (empty for a server at `url`). A program written
+    /// with a `/` and relative is relative to the scenario file that names it; without
+    /// one it is found on `PATH`.
     pub command: Vec<String>,
+    /// A Streamable HTTP endpoint that is not started by the run.
+    pub url: Option<String>,
+    pub transport: Transport,
+    /// The resource that holds the server's state (read to judge a turn by state).
+    pub state: Option<String>,
+    /// Where the scenario says it (file and field): servers of one `live` share a
+    /// process started once per run (`transport: http`).
+    #[serde(skip)]
+    pub origin: String,
     /// Variables passed from discbench's environment besides [`BASE_ENV`].
     pub env: Vec<String>,
     /// Seconds to start, and per request.
@@ -53,9 +74,20 @@ pub struct LiveSpec {
 }
 
 impl LiveSpec {
-    /// The command as written, for messages.
+    /// The command as written (or the URL), for messages.
     pub fn shown(&self) -> String {
-        self.command.join(" ")
+        match &self.url {
+            Some(u) => u.clone(),
+            None => self.command.join(" "),
+        }
+    }
+
+    /// The endpoint of this server's instances at `base`: the instance named by
+    /// the `instance` query parameter (the server's name), so that one endpoint can
+    /// serve several servers' instances.
+    fn session_url(&self, base: &str) -> String {
+        let sep = if base.contains('?') { '&' } else { '?' };
+        format!("{base}{sep}instance={}", encode(&self.server))
     }
 
     fn program(&self) -> OsString {
@@ -97,6 +129,18 @@ impl LiveSpec {
     }
 }
 
+/// A query parameter's value, percent-encoded.
+fn encode(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// What a run records of a live server (`run.json`): how it was started, what it said
 /// it is, and a hash of the tools it listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -125,9 +169,12 @@ pub enum CheckError {
 /// A run's live servers, allowed to start.
 pub struct Live {
     specs: Vec<LiveSpec>,
+    /// Processes started once per run (`transport: http`), by origin, with their
+    /// working directories.
+    processes: Mutex<HashMap<String, (LiveProcess, tempfile::TempDir)>>,
     /// Sessions being stopped, with their working directories (removed once the
     /// process is gone), waited for at the end of the run.
-    stopping: Mutex<Vec<(std::thread::JoinHandle<()>, tempfile::TempDir)>>,
+    stopping: Mutex<Vec<(Stopping, Option<tempfile::TempDir>)>>,
     /// Where each instance's working directory is made.
     scratch: PathBuf,
 }
@@ -145,6 +192,7 @@ impl Live {
     pub fn new(specs: Vec<LiveSpec>) -> Live {
         Live {
             specs,
+            processes: Mutex::new(HashMap::new()),
             stopping: Mutex::new(Vec::new()),
             scratch: std::env::temp_dir(),
         }
@@ -158,23 +206,62 @@ impl Live {
         self.specs.iter().find(|s| s.server == server)
     }
 
-    /// Starts one instance of `server` in a fresh working directory (removed when the
-    /// instance stops).
-    fn start(&self, spec: &LiveSpec) -> Result<Instance, String> {
-        let env = spec.environment(&|k| std::env::var_os(k))?;
-        let dir = tempfile::Builder::new()
-            .prefix("discbench-live-")
-            .tempdir_in(&self.scratch)
-            .map_err(|e| format!("cannot make a working directory for `{}`: {e}", spec.server))?;
-        let launch = Launch {
+    /// How a process of `spec` is started, in `dir`.
+    fn launch(&self, spec: &LiveSpec, dir: &Path) -> Result<Launch, String> {
+        Ok(Launch {
             program: spec.program(),
             args: spec.command[1..].iter().map(OsString::from).collect(),
-            env,
-            cwd: dir.path().to_path_buf(),
+            env: spec.environment(&|k| std::env::var_os(k))?,
+            cwd: dir.to_path_buf(),
             timeout: spec.timeout,
+        })
+    }
+
+    fn scratch_dir(&self, spec: &LiveSpec) -> Result<tempfile::TempDir, String> {
+        tempfile::Builder::new()
+            .prefix("discbench-live-")
+            .tempdir_in(&self.scratch)
+            .map_err(|e| format!("cannot make a working directory for `{}`: {e}", spec.server))
+    }
+
+    /// Starts one instance of `spec`'s server: a process in a fresh working directory
+    /// (removed when the instance stops), or a new session at its endpoint (starting
+    /// the run's process for it first, once).
+    fn start(&self, spec: &LiveSpec) -> Result<Instance, String> {
+        let fail = |e: String| format!("live server `{}`: {e}", spec.server);
+        let (target, dir) = match (spec.transport, &spec.url) {
+            (Transport::Stdio, _) => {
+                let dir = self.scratch_dir(spec).map_err(fail)?;
+                let launch = self.launch(spec, dir.path()).map_err(fail)?;
+                (Target::Process(launch), Some(dir))
+            }
+            (Transport::Http, Some(url)) => (
+                Target::Url {
+                    url: spec.session_url(url),
+                    timeout: spec.timeout,
+                },
+                None,
+            ),
+            (Transport::Http, None) => {
+                let mut processes = self.processes.lock().expect("processes");
+                if !processes.contains_key(&spec.origin) {
+                    // The run's one process for these servers keeps its directory
+                    // until the run ends.
+                    let dir = self.scratch_dir(spec).map_err(fail)?;
+                    let launch = self.launch(spec, dir.path()).map_err(fail)?;
+                    let p = LiveProcess::start(launch).map_err(fail)?;
+                    processes.insert(spec.origin.clone(), (p, dir));
+                }
+                (
+                    Target::Url {
+                        url: spec.session_url(&processes[&spec.origin].0.url),
+                        timeout: spec.timeout,
+                    },
+                    None,
+                )
+            }
         };
-        let session = LiveSession::start(launch, VERSION)
-            .map_err(|e| format!("live server `{}`: {e}", spec.server))?;
+        let session = LiveSession::start(target, VERSION).map_err(fail)?;
         Ok(Instance {
             session: Some(session),
             dir,
@@ -235,6 +322,7 @@ impl Live {
             live: self.clone(),
             running: Mutex::new(HashMap::new()),
             failure: Mutex::new(None),
+            results: Mutex::new(Vec::new()),
         }
     }
 
@@ -243,7 +331,7 @@ impl Live {
         let Instance { session, dir } = inst;
         if let Some(t) = session.and_then(LiveSession::close_later) {
             let mut stopping = self.stopping.lock().expect("stopping");
-            stopping.retain(|(t, _)| !t.is_finished());
+            stopping.retain(|(t, _)| !t.is_done());
             stopping.push((t, dir));
         }
     }
@@ -252,7 +340,12 @@ impl Live {
     pub fn finish(&self) {
         let threads = std::mem::take(&mut *self.stopping.lock().expect("stopping"));
         for (t, dir) in threads {
-            let _ = t.join();
+            t.wait();
+            drop(dir);
+        }
+        let processes = std::mem::take(&mut *self.processes.lock().expect("processes"));
+        for (_, (p, dir)) in processes {
+            p.stop();
             drop(dir);
         }
     }
@@ -290,7 +383,8 @@ fn differences(server: &crate::catalog::McpServer, listed: &[Value]) -> Vec<Stri
 /// One started server of one conversation.
 struct Instance {
     session: Option<LiveSession>,
-    dir: tempfile::TempDir,
+    /// The working directory of a process started for this instance alone.
+    dir: Option<tempfile::TempDir>,
 }
 
 /// What an executed call of a live server answers.
@@ -307,6 +401,8 @@ pub struct Instances {
     live: Arc<Live>,
     running: Mutex<HashMap<String, Instance>>,
     failure: Mutex<Option<String>>,
+    /// Every answer a live server gave, in call order (their text, before any cut).
+    results: Mutex<Vec<String>>,
 }
 
 impl Instances {
@@ -318,23 +414,34 @@ impl Instances {
     fn fail(&self, e: String) {
         self.failure.lock().expect("failure").get_or_insert(e);
     }
-}
 
-impl Drop for Instances {
-    fn drop(&mut self) {
-        let running = std::mem::take(&mut *self.running.lock().expect("running"));
-        for (_, inst) in running {
-            self.live.retire(inst);
-        }
-    }
-}
-
-impl LiveCalls for Instances {
-    fn serves(&self, server: &str) -> bool {
-        self.live.spec(server).is_some()
+    /// Every answer the live servers gave so far, in call order.
+    pub fn results(&self) -> Vec<String> {
+        self.results.lock().expect("results").clone()
     }
 
-    fn call(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
+    /// The live servers whose state can be read (they name a `state` resource), among
+    /// `servers`.
+    pub fn stateful<'s>(&self, servers: impl Iterator<Item = &'s str>) -> Vec<String> {
+        servers
+            .filter(|s| self.live.spec(s).is_some_and(|l| l.state.is_some()))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The live servers with a `state` resource, by name.
+    pub fn stateful_servers(&self) -> Vec<String> {
+        self.live
+            .specs
+            .iter()
+            .filter(|s| s.state.is_some())
+            .map(|s| s.server.clone())
+            .collect()
+    }
+
+    /// Runs `f` on the running instance of `server`, starting it first if needed;
+    /// `None` (the failure kept) when it cannot start.
+    fn with_instance<T>(&self, server: &str, f: impl FnOnce(&LiveSession) -> T) -> Option<T> {
         if self.failure().is_some() {
             return None;
         }
@@ -355,12 +462,56 @@ impl LiveCalls for Instances {
             .session
             .as_ref()
             .expect("a running instance");
+        Some(f(session))
+    }
+
+    /// The state `server` exposes (its `state` resource: the JSON of its first
+    /// text content, or the text itself when it is not JSON); `None` when it has no
+    /// such resource or the read failed (the failure kept).
+    pub fn state(&self, server: &str) -> Option<Value> {
+        let uri = self.live.spec(server)?.state.clone()?;
+        match self.with_instance(server, |s| s.read(&uri))? {
+            Ok(r) => {
+                let text = r
+                    .pointer("/contents/0/text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())))
+            }
+            Err(e) => {
+                self.fail(format!("live server `{server}`: reading {uri}: {e}"));
+                None
+            }
+        }
+    }
+}
+
+impl Drop for Instances {
+    fn drop(&mut self) {
+        let running = std::mem::take(&mut *self.running.lock().expect("running"));
+        for (_, inst) in running {
+            self.live.retire(inst);
+        }
+    }
+}
+
+impl LiveCalls for Instances {
+    fn serves(&self, server: &str) -> bool {
+        self.live.spec(server).is_some()
+    }
+
+    fn call(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
         let args = args.as_object().cloned().unwrap_or_default();
-        match session.call(tool, args) {
-            Ok(result) => Some(answer_text(&result)),
+        match self.with_instance(server, |s| s.call(tool, args))? {
+            Ok(result) => {
+                let text = answer_text(&result);
+                self.results.lock().expect("results").push(text.clone());
+                Some(text)
+            }
             Err(e) => {
                 // A server that failed once is not asked again in this conversation.
-                if let Some(inst) = running.remove(server) {
+                let gone = self.running.lock().expect("running").remove(server);
+                if let Some(inst) = gone {
                     self.live.retire(inst);
                 }
                 self.fail(format!("live server `{server}`: {e}"));
@@ -426,6 +577,10 @@ mod tests {
             env: vec!["GIT_AUTHOR_NAME".into()],
             timeout: DEFAULT_TIMEOUT,
             base: PathBuf::new(),
+            url: None,
+            transport: Transport::Stdio,
+            state: None,
+            origin: String::new(),
         };
         let vars = |k: &str| match k {
             "PATH" => Some("/bin".into()),
@@ -452,9 +607,37 @@ mod tests {
             env: vec![],
             timeout: DEFAULT_TIMEOUT,
             base: PathBuf::from("/scenarios"),
+            url: None,
+            transport: Transport::Stdio,
+            state: None,
+            origin: String::new(),
         };
         assert_eq!(spec("./bridge.py").program(), "/scenarios/./bridge.py");
         assert_eq!(spec("python3").program(), "python3");
         assert_eq!(spec("/usr/bin/env").program(), "/usr/bin/env");
+    }
+
+    #[test]
+    fn an_instance_is_named_in_its_session_url() {
+        let mut s = LiveSpec {
+            server: "multi turn/0".into(),
+            command: vec![],
+            env: vec![],
+            timeout: DEFAULT_TIMEOUT,
+            base: PathBuf::new(),
+            url: None,
+            transport: Transport::Http,
+            state: None,
+            origin: String::new(),
+        };
+        assert_eq!(
+            s.session_url("http://127.0.0.1:9/mcp"),
+            "http://127.0.0.1:9/mcp?instance=multi%20turn%2F0"
+        );
+        s.server = "a".into();
+        assert_eq!(
+            s.session_url("http://h/mcp?k=1"),
+            "http://h/mcp?k=1&instance=a"
+        );
     }
 }

@@ -24,7 +24,7 @@ const VERSION: &str = "mcp-protocol-version";
 type Problems = Arc<Mutex<Vec<String>>>;
 
 /// The transport: requests are posted; what comes back is queued for `receive`.
-struct HttpTransport {
+pub(crate) struct HttpTransport {
     client: reqwest::Client,
     url: Arc<str>,
     session: Arc<Mutex<Option<String>>>,
@@ -34,12 +34,34 @@ struct HttpTransport {
     problems: Problems,
     tx: mpsc::UnboundedSender<ServerJsonRpcMessage>,
     rx: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
+    /// Whether every message is kept in `sent` and `received` (`import mcp` makes
+    /// its catalog from them; a live session of a run keeps nothing).
+    keep: bool,
+}
+
+impl HttpTransport {
+    /// A transport for a live session: the run's shared client, nothing kept.
+    pub(crate) fn live(client: reqwest::Client, url: &str) -> HttpTransport {
+        let (tx, rx) = mpsc::unbounded_channel();
+        HttpTransport {
+            client,
+            url: url.into(),
+            session: Default::default(),
+            version: Default::default(),
+            sent: Default::default(),
+            received: Default::default(),
+            problems: Default::default(),
+            tx,
+            rx,
+            keep: false,
+        }
+    }
 }
 
 /// A failed exchange.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-struct HttpError(String);
+pub(crate) struct HttpError(String);
 
 fn push_line(log: &Log, v: &Value) {
     let mut l = log.lock().expect("log");
@@ -55,6 +77,7 @@ impl HttpTransport {
         tx: &mpsc::UnboundedSender<ServerJsonRpcMessage>,
         version: &Mutex<Option<String>>,
         problems: &Problems,
+        keep: bool,
     ) {
         let v: Value = match serde_json::from_str(text) {
             Ok(v) => v,
@@ -72,7 +95,9 @@ impl HttpTransport {
             v => vec![v],
         };
         for item in items {
-            push_line(received, &item);
+            if keep {
+                push_line(received, &item);
+            }
             if let Some(pv) = item
                 .pointer("/result/protocolVersion")
                 .and_then(Value::as_str)
@@ -109,9 +134,12 @@ impl Transport<RoleClient> for HttpTransport {
         let received = self.received.clone();
         let problems = self.problems.clone();
         let tx = self.tx.clone();
+        let keep = self.keep;
         async move {
             let body = serde_json::to_value(&item).map_err(|e| HttpError(e.to_string()))?;
-            push_line(&sent, &body);
+            if keep {
+                push_line(&sent, &body);
+            }
             let mut req = client
                 .post(&*url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -150,7 +178,7 @@ impl Transport<RoleClient> for HttpTransport {
                     .await
                     .map_err(|e| HttpError(format!("POST {url}: {e}")))?;
                 if !text.trim().is_empty() {
-                    HttpTransport::take(&text, &received, &tx, &version, &problems);
+                    HttpTransport::take(&text, &received, &tx, &version, &problems, keep);
                 }
                 return Ok(());
             }
@@ -173,7 +201,9 @@ impl Transport<RoleClient> for HttpTransport {
                             let text = data.join("\n");
                             data.clear();
                             if !text.trim().is_empty() {
-                                HttpTransport::take(&text, &received, &tx, &version, &problems);
+                                HttpTransport::take(
+                                    &text, &received, &tx, &version, &problems, keep,
+                                );
                             }
                         }
                     } else if let Some(d) = line.strip_prefix("data:") {
@@ -183,7 +213,7 @@ impl Transport<RoleClient> for HttpTransport {
             }
             if !data.is_empty() {
                 let text = data.join("\n");
-                HttpTransport::take(&text, &received, &tx, &version, &problems);
+                HttpTransport::take(&text, &received, &tx, &version, &problems, keep);
             }
             Ok(())
         }
@@ -234,6 +264,7 @@ pub async fn capture(url: &str, version: &str, timeout: Duration) -> Result<Capt
         problems: problems.clone(),
         tx,
         rx,
+        keep: true,
     };
     let listed = tokio::time::timeout(timeout, list(transport, version)).await;
     let note = || {

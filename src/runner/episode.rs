@@ -21,6 +21,7 @@ use crate::record::{
     CacheMeasure, Entry, Layer, Outcome, OutcomeKey, RequestRecord, SelectionRecord, TurnOutcome,
     Usage, FORMAT_VERSION,
 };
+use crate::scenario::expect::Judge;
 use crate::scenario::{Expect, Scenario};
 use crate::score::surfacing::Event as Event_;
 use crate::score::{self, Protocol, Score};
@@ -100,11 +101,16 @@ impl Episode<'_> {
         };
         let state: Arc<Mutex<State>> = Arc::new(Mutex::new(first.composite.new_state()));
         let truth = backend.wants_ground_truth().then(|| GroundTruth {
-            expect: query.expect.clone(),
+            expect: query.expect.oracle_view(),
             protocol: first.composite.clone(),
             state: state.clone(),
             later: (1..query.n_turns())
-                .map(|t| (query.turn_expect(t).clone(), unit_of(t).composite.clone()))
+                .map(|t| {
+                    (
+                        query.turn_expect(t).oracle_view(),
+                        unit_of(t).composite.clone(),
+                    )
+                })
                 .collect(),
         });
         let mut asker = Asker {
@@ -135,8 +141,13 @@ impl Episode<'_> {
             let turned = self
                 .turn(t, unit, backend, &mut asker, &mut conv, &state)
                 .await;
+            // BFCL's rules: judging stops at the first failing turn, and a turn that
+            // reached the request limit still calling ends the conversation
+            // (`force_terminated`); the turns not run leave it inexact.
+            let stop = query.judge == Judge::Bfcl
+                && (!turned.score.exact || turned.protocol.hit_max_requests);
             turns.push(turned);
-            if conv.infra_error.is_some() {
+            if conv.infra_error.is_some() || stop {
                 break;
             }
         }
@@ -634,13 +645,23 @@ impl Episode<'_> {
         }
         let final_skills: Vec<String> = lock(state).loaded_skills.iter().cloned().collect();
         let expect = query.turn_expect(t);
+        // A turn judged by state: its reference runs on the second instances, then the
+        // states are compared (before scoring, which may read them).
+        let judged = match &expect.reference {
+            Some(reference) if conv.infra_error.is_none() => {
+                self.judge_by_state(reference, query, conv)
+            }
+            _ => None,
+        };
+        // Its call metrics are measured on the reference's tools when it lists no calls.
+        let by_reference = expect.reference_steps();
         let Scored {
             mut score,
             mut protocol,
             surfacing,
         } = tally.score(
             self.scenario,
-            expect,
+            by_reference.as_ref().unwrap_or(expect),
             &final_skills,
             self.databases,
             n_requests,
@@ -655,7 +676,47 @@ impl Episode<'_> {
             score.exact = false;
             score.abstain_ok = score.abstain_ok.map(|_| false);
         }
-        let why = score::why(expect, &score, overflowed);
+        let mut why = score::why(expect, &score, overflowed);
+        if let (Some(reference), Some(j)) = (&expect.reference, judged) {
+            let made_call = !tally.calls.is_empty();
+            let bfcl = query.judge == Judge::Bfcl;
+            if bfcl && reference.is_empty() {
+                // BFCL does not judge a turn whose ground truth is empty.
+                score.exact = !overflowed;
+            } else {
+                score.state_ok = Some(j.state_ok);
+                score.results_ok = Some(j.results_ok);
+                let calls_ok = if expect.calls.is_empty() {
+                    true
+                } else {
+                    score.exact
+                };
+                let called = reference.is_empty() || made_call;
+                score.exact = !overflowed && calls_ok && j.state_ok && j.results_ok && called;
+                let mut parts = Vec::new();
+                if !called {
+                    parts.push("no call was made".to_string());
+                }
+                if !j.state_ok {
+                    parts.push(format!(
+                        "the state differs from the reference's ({})",
+                        j.differing.join(", ")
+                    ));
+                }
+                if !j.results_ok {
+                    parts.push("a reference result is not among the agent's results".to_string());
+                }
+                if !calls_ok {
+                    parts.push(why.clone());
+                }
+                why = parts.join("; ");
+            }
+            if expect.calls.is_empty() {
+                // No calls were listed: arguments and abstention are not judged.
+                score.args_ok = None;
+                score.abstain_ok = None;
+            }
+        }
         let l = &conv.ledger;
         let tokens = Ledger {
             system: if t == 0 {
@@ -690,6 +751,87 @@ impl Episode<'_> {
     }
 }
 
+/// A turn judged by state: whether the states were equal, whether the reference's
+/// results were among the agent's, and the servers whose states differed.
+#[derive(Debug, Clone)]
+struct StateJudgement {
+    state_ok: bool,
+    results_ok: bool,
+    differing: Vec<String>,
+}
+
+impl Episode<'_> {
+    /// Runs the turn's reference calls on the conversation's second instances, then
+    /// compares the states of the live servers that expose one (in the query's view)
+    /// and looks for each reference result among the agent's results so far. `None`
+    /// when a live exchange failed: the conversation's infra error is set.
+    fn judge_by_state(
+        &self,
+        reference: &[crate::scenario::ReferenceCall],
+        query: &crate::scenario::Query,
+        conv: &mut Conversation,
+    ) -> Option<StateJudgement> {
+        let live = self.live?;
+        let agent = conv.live.as_ref()?;
+        let refs = conv.reference.get_or_insert_with(|| live.instances());
+        let mut results = Vec::new();
+        for r in reference {
+            let crate::catalog::Address::Mcp(server, tool) = &r.address else {
+                continue;
+            };
+            use crate::environment::live::LiveCalls;
+            match refs.call(
+                server.as_str(),
+                tool.as_str(),
+                &serde_json::Value::Object(r.args.clone()),
+            ) {
+                Some(text) => results.push(text),
+                None => break,
+            }
+        }
+        let servers: Vec<String> = agent
+            .stateful_servers()
+            .into_iter()
+            .filter(|s| {
+                query.scope.is_empty()
+                    || query
+                        .scope
+                        .contains(&crate::catalog::Resource::Mcp(s.clone()))
+            })
+            .collect();
+        let mut differing = Vec::new();
+        for s in &servers {
+            let (a, b) = (agent.state(s), refs.state(s));
+            if a.is_some() && b.is_some() && a != b {
+                differing.push(format!("mcp:{s}"));
+            }
+        }
+        if let Some(e) = refs.failure().or_else(|| agent.failure()) {
+            conv.infra_error.get_or_insert(format!("reference: {e}"));
+            return None;
+        }
+        // Each reference result among the agent's results so far, as a multiset (a
+        // result the reference gave twice must be among the agent's twice), as BFCL's
+        // checker counts them.
+        let mut made: std::collections::HashMap<String, usize> = Default::default();
+        for r in agent.results() {
+            *made.entry(r).or_default() += 1;
+        }
+        let mut results_ok = true;
+        for r in &results {
+            match made.get_mut(r) {
+                Some(n) if *n > 0 => *n -= 1,
+                _ => results_ok = false,
+            }
+        }
+        Some(StateJudgement {
+            state_ok: differing.is_empty(),
+            results_ok,
+            differing,
+        })
+    }
+}
+
 /// What one episode carries from turn to turn: the conversation sent, the ledger, the
 /// requests made and the cache prediction's pieces.
 #[derive(Default)]
@@ -700,6 +842,8 @@ struct Conversation {
     infra_error: Option<String>,
     /// This conversation's live MCP instances (started at their first call).
     live: Option<Instances>,
+    /// The second instances its turns' reference calls run on (judging by state).
+    reference: Option<Instances>,
     /// Each tool definition sent so far, by name, with its tokens when first sent
     /// (or when a turn's `adds` lengthened it).
     seen_tools: BTreeMap<String, usize>,

@@ -140,9 +140,79 @@ pub struct Expect {
     /// counts a wrong number of calls.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub exhaustive: bool,
+    /// Calls a second fresh instance of the live servers runs in lockstep: when
+    /// given (even empty), the turn is judged by state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<Vec<ReferenceCall>>,
+}
+
+/// A call of a turn's reference: an address and its arguments, as sent.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ReferenceCall {
+    pub address: Address,
+    pub args: serde_json::Map<String, serde_json::Value>,
+}
+
+/// How a conversation's turns judged by state are judged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Judge {
+    /// discbench's rule: every turn judged; a turn whose reference is empty must leave
+    /// the state as it was.
+    #[default]
+    General,
+    /// BFCL's multi-turn checker's: a turn whose reference is empty is not judged,
+    /// judging stops at the first failing turn, and a turn that reaches the request
+    /// limit ends the conversation (`force_terminated`).
+    Bfcl,
 }
 
 impl Expect {
+    /// What the oracle follows: the listed calls, or for a turn judged by state that
+    /// lists none, the reference's calls in order, each with its arguments as sent.
+    pub fn oracle_view(&self) -> Expect {
+        match &self.reference {
+            Some(reference) if self.calls.is_empty() => Expect {
+                calls: reference
+                    .iter()
+                    .map(|r| {
+                        Step::one(ExpectedCall {
+                            args: r
+                                .args
+                                .iter()
+                                .map(|(k, v)| (k.clone(), vec![v.clone()]))
+                                .collect(),
+                            ..ExpectedCall::to(r.address.clone())
+                        })
+                    })
+                    .collect(),
+                order: Order::Sequence,
+                ..self.clone()
+            },
+            _ => self.clone(),
+        }
+    }
+
+    /// For a turn judged by state that lists no calls: the reference's tools as the
+    /// steps the call metrics (precision, recall, F1) are measured on.
+    pub fn reference_steps(&self) -> Option<Expect> {
+        let reference = self.reference.as_ref()?;
+        if !self.calls.is_empty() {
+            return None;
+        }
+        let mut calls: Vec<Step> = Vec::new();
+        for r in reference {
+            if !calls.iter().any(|s| s.admits(&r.address)) {
+                calls.push(Step::one(ExpectedCall::to(r.address.clone())));
+            }
+        }
+        Some(Expect {
+            calls,
+            reference: None,
+            ..self.clone()
+        })
+    }
+
     /// Whether none of the v2 keys is used: then scoring is the classic one
     /// (addresses as a set, duplicates collapse, no alternatives).
     pub fn is_classic(&self) -> bool {

@@ -16,7 +16,7 @@ use crate::catalog::{
     Action, Address, Builtin, Catalog, Connector, Database, McpServer, McpTool, Skill, Table,
 };
 use crate::disclosure::Disclosure;
-use crate::environment::live::LiveSpec;
+use crate::environment::live::{LiveSpec, Transport};
 use crate::error::{InputError, InputErrors};
 
 pub use crate::catalog::RESERVED_TOOL_NAMES;
@@ -230,6 +230,7 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
             .err(path, "queries", "a scenario needs at least one query");
     }
     let queries = cx.check.queries(path, raw.queries, &catalog);
+    check_references(&mut cx, path, &queries);
     if cx.check.errors.is_empty() {
         // Real SQL checks only once the catalog itself is sound.
         cx.check.check_sql(path, &catalog, &queries);
@@ -251,6 +252,53 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
     })
 }
 
+/// A turn judged by state needs live servers that name their `state` resource: every
+/// reference call's server, and at least one in the query's view.
+fn check_references(cx: &mut Loader, path: &Path, queries: &[crate::scenario::Query]) {
+    for (i, q) in queries.iter().enumerate() {
+        for t in 0..q.n_turns() {
+            let Some(reference) = &q.turn_expect(t).reference else {
+                continue;
+            };
+            let at = if q.is_conversation() {
+                format!("queries[{i}].turns[{t}].expect.reference")
+            } else {
+                format!("queries[{i}].expect.reference")
+            };
+            let stateful = |server: &str| {
+                cx.live
+                    .iter()
+                    .any(|l| l.server == server && l.state.is_some())
+            };
+            let in_view = cx.live.iter().any(|l| {
+                l.state.is_some()
+                    && (q.scope.is_empty()
+                        || q.scope
+                            .contains(&crate::catalog::Resource::Mcp(l.server.clone())))
+            });
+            if !in_view {
+                cx.check.err(
+                    path,
+                    &at,
+                    "a turn judged by state needs a live MCP server that names its `state` resource (live: {…, state: URI})",
+                );
+                continue;
+            }
+            for (j, r) in reference.iter().enumerate() {
+                if let crate::catalog::Address::Mcp(server, _) = &r.address {
+                    if !stateful(server) {
+                        cx.check.err(
+                            path,
+                            &format!("{at}[{j}].address"),
+                            format!("`mcp:{server}` is not a live server with a `state` resource"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// A `live:` object: `command` (a non-empty list: the program, then its arguments),
 /// `env` (names of variables passed from discbench's environment) and `timeout`
 /// (seconds). The error is (where under `live`, what).
@@ -263,19 +311,14 @@ fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
         )
     })?;
     for k in o.keys() {
-        match k.as_str() {
-            "command" | "env" | "timeout" => {}
-            "url" => return Err((
-                ".url".into(),
-                "live servers over Streamable HTTP are not supported yet: give `command` (stdio)"
-                    .into(),
-            )),
-            _ => {
-                return Err((
-                    format!(".{k}"),
-                    "unknown field; `live` has command, env and timeout".into(),
-                ))
-            }
+        if !matches!(
+            k.as_str(),
+            "command" | "env" | "timeout" | "url" | "transport" | "state"
+        ) {
+            return Err((
+                format!(".{k}"),
+                "unknown field; `live` has command, env, url, transport, state and timeout".into(),
+            ));
         }
     }
     let strings = |k: &str| -> Result<Vec<String>, (String, String)> {
@@ -292,14 +335,56 @@ fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
             Some(_) => Err((format!(".{k}"), "a list of strings".to_string())),
         }
     };
+    let text = |k: &str| -> Result<Option<String>, (String, String)> {
+        match o.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+            Some(_) => Err((format!(".{k}"), "a non-empty string".to_string())),
+        }
+    };
     let command = strings("command")?;
-    if command.first().is_none_or(|c| c.trim().is_empty()) {
+    let url = text("url")?;
+    let state = text("state")?;
+    match (command.is_empty(), &url) {
+        (true, None) => {
+            return Err((
+                ".command".into(),
+                "`live` needs `command` (the program, then its arguments) or `url`".into(),
+            ))
+        }
+        (false, Some(_)) => return Err((
+            ".url".into(),
+            "`live` has `command` (a server the run starts) or `url` (one it reaches), not both"
+                .into(),
+        )),
+        _ => {}
+    }
+    if command.first().is_some_and(|c| c.trim().is_empty()) {
+        return Err((".command".into(), "the program is empty".into()));
+    }
+    if let Some(u) = &url {
+        if !(u.starts_with("http://") || u.starts_with("https://")) {
+            return Err((".url".into(), "an http:// or https:// URL".into()));
+        }
+    }
+    let transport = match (text("transport")?.as_deref(), &url) {
+        (None, None) | (Some("stdio"), None) => Transport::Stdio,
+        (None | Some("http"), _) => Transport::Http,
+        (Some("stdio"), Some(_)) => {
+            return Err((
+                ".transport".into(),
+                "a server at `url` is reached over Streamable HTTP".into(),
+            ))
+        }
+        (Some(_), _) => return Err((".transport".into(), "`stdio` or `http`".into())),
+    };
+    let env = strings("env")?;
+    if url.is_some() && !env.is_empty() {
         return Err((
-            ".command".into(),
-            "`live` needs `command`: the program, then its arguments".into(),
+            ".env".into(),
+            "`env` is for a process the run starts; a server at `url` is not started".into(),
         ));
     }
-    let env = strings("env")?;
     for name in &env {
         if name.is_empty() || name.contains('=') || name.contains('\0') {
             return Err((".env".into(), format!("`{name}` is not a variable name")));
@@ -320,6 +405,10 @@ fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
     Ok(LiveSpec {
         server: String::new(),
         command,
+        url,
+        transport,
+        state,
+        origin: String::new(),
         env,
         timeout,
         base: base.to_path_buf(),
@@ -503,23 +592,30 @@ impl Loader {
             }
             let servers = out.mcp_servers.len();
             self.include_file(&target, name, description, out, depth + 1);
-            if let Some(mut spec) = live {
-                if out.mcp_servers.len() == servers + 1 {
-                    spec.server = out.mcp_servers[servers].name.clone();
-                    if self.live.iter().any(|l| l.server == spec.server) {
-                        self.check.err(
-                            file,
-                            &format!("{p}.live"),
-                            format!("the MCP server `{}` is live twice", spec.server),
-                        );
-                    } else {
-                        self.live.push(spec);
+            if let Some(spec) = live {
+                // Every MCP server the include brought (a capture's one, or a
+                // fragment's, as an importer writes them) is live the same way.
+                if out.mcp_servers.len() > servers {
+                    for s in &out.mcp_servers[servers..] {
+                        if self.live.iter().any(|l| l.server == s.name) {
+                            self.check.err(
+                                file,
+                                &format!("{p}.live"),
+                                format!("the MCP server `{}` is live twice", s.name),
+                            );
+                        } else {
+                            self.live.push(LiveSpec {
+                                server: s.name.clone(),
+                                origin: format!("{}:{p}", file.display()),
+                                ..spec.clone()
+                            });
+                        }
                     }
                 } else {
                     self.check.err(
                         file,
                         &format!("{p}.live"),
-                        "`live` applies only to an MCP tools/list dump (a committed capture)",
+                        "`live` applies to an include that brings MCP servers (a capture, or a fragment with mcp_servers)",
                     );
                 }
             }

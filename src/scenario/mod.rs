@@ -19,7 +19,7 @@ pub mod sweep;
 pub mod types;
 
 pub use crate::catalog::RESERVED_TOOL_NAMES;
-pub use expect::{Allowed, Compare, Expect, ExpectedCall, Order, Step};
+pub use expect::{Allowed, Compare, Expect, ExpectedCall, Judge, Order, ReferenceCall, Step};
 pub use filter::QueryFilter;
 pub use load::{expand, kind_name, load, load_all, load_all_noting, validate_file};
 pub use types::{target, Agent, FileKind, Query, Scenario};

@@ -277,6 +277,10 @@ pub struct RawQuery {
     /// Instructions of this query's own, after the scenario's.
     #[serde(default)]
     pub instructions: Option<String>,
+    /// How its turns judged by state are judged: `general` (discbench's rule) or
+    /// `bfcl` (BFCL's multi-turn checker's, rule for rule).
+    #[serde(default)]
+    pub judge: Option<String>,
 }
 
 /// One user turn of a conversation.
@@ -296,7 +300,13 @@ pub struct RawExpect {
     /// Strings, `{address, args?, sql?, ordered?, extra_columns?, compare?, id?, count?}`
     /// (`compare`: a mapping parameter → `exact`|`standard`, or `bfcl` for the call)
     /// or `{id?, any_of: [...], count?}` objects; parsed by hand for clearer errors.
-    pub calls: Vec<Value>,
+    /// May be left out when `reference` is given.
+    #[serde(default)]
+    pub calls: Option<Vec<Value>>,
+    /// Calls run on a second fresh instance of the live servers: the turn is judged
+    /// by state (`{address, args}` objects, the arguments as sent).
+    #[serde(default)]
+    pub reference: Option<Vec<Value>>,
     /// Permitted, never required: strings or `{address, args?}`.
     #[serde(default)]
     pub allow: Vec<Value>,

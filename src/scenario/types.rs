@@ -57,6 +57,13 @@ pub struct Query {
     /// distractors of one size); wins over `scope`. Never read from a file.
     #[serde(skip)]
     pub catalog: Option<Arc<Catalog>>,
+    /// How its turns judged by state are judged.
+    #[serde(skip_serializing_if = "is_general")]
+    pub judge: crate::scenario::expect::Judge,
+}
+
+fn is_general(j: &crate::scenario::expect::Judge) -> bool {
+    *j == crate::scenario::expect::Judge::General
 }
 
 /// One later user turn of a conversation.

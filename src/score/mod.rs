@@ -93,6 +93,8 @@ pub fn conversation(turns: &[Score], n: usize) -> Score {
         args_ok: all(&|s| s.args_ok),
         schema_valid: all(&|s| s.schema_valid),
         predicted: turns.iter().flat_map(|s| s.predicted.clone()).collect(),
+        state_ok: all(&|s| s.state_ok),
+        results_ok: all(&|s| s.results_ok),
     }
 }
 

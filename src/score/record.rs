@@ -101,6 +101,14 @@ pub struct Score {
     /// `Some` when something was executed: every executed call's arguments validate.
     pub schema_valid: Option<bool>,
     pub predicted: Vec<Address>,
+    /// `Some` for a turn judged by state: whether the live servers' states equal the
+    /// reference instances' after the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_ok: Option<bool>,
+    /// `Some` for a turn judged by state: whether every result of the turn's reference
+    /// calls is among the agent's results so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results_ok: Option<bool>,
 }
 
 /// Protocol counters of one outcome. Counters at zero are left out of the line

@@ -86,5 +86,7 @@ pub fn classic(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Database
         args_ok,
         schema_valid: schema_valid(facts),
         predicted: predicted.clone(),
+        state_ok: None,
+        results_ok: None,
     }
 }

@@ -169,6 +169,8 @@ pub fn stepwise(expect: &Expect, facts: &Facts, catalog: &Catalog, dbs: &Databas
         args_ok,
         schema_valid: schema_valid(facts),
         predicted: facts.predicted.clone(),
+        state_ok: None,
+        results_ok: None,
     }
 }
 

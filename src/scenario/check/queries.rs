@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::catalog::{Address, Catalog, Part, Resource};
-use crate::scenario::expect::{Allowed, Compare, Expect, ExpectedCall, Step};
+use crate::scenario::expect::{Allowed, Compare, Expect, ExpectedCall, Judge, ReferenceCall, Step};
 use crate::scenario::raw::{RawExpect, RawQuery};
 use crate::scenario::types::{Query, Turn};
 
@@ -161,6 +161,18 @@ impl Checker {
             if q.instructions.as_ref().is_some_and(|s| s.trim().is_empty()) {
                 self.err(file, &format!("{p}.instructions"), "must not be empty");
             }
+            let judge = match q.judge.as_deref() {
+                None | Some("general") => Judge::General,
+                Some("bfcl") => Judge::Bfcl,
+                Some(other) => {
+                    self.err(
+                        file,
+                        &format!("{p}.judge"),
+                        format!("`{other}` is not a judge; use general or bfcl"),
+                    );
+                    Judge::General
+                }
+            };
             self.conversation(file, &p, &here, &built, cat);
             let mut built = built.into_iter();
             let (text, expect, _) = built.next().expect("at least one turn");
@@ -175,6 +187,7 @@ impl Checker {
                 instructions: q.instructions,
                 catalog: None,
                 tags: q.tags,
+                judge,
             });
         }
         out
@@ -190,7 +203,14 @@ impl Checker {
         cat: &Catalog,
     ) -> Expect {
         let mut steps: Vec<Step> = Vec::new();
-        for (j, c) in e.calls.iter().enumerate() {
+        if e.calls.is_none() && e.reference.is_none() {
+            self.err(
+                file,
+                ep,
+                "missing `calls`: what the turn must call (`calls: []` for none), or a `reference` to judge it by state",
+            );
+        }
+        for (j, c) in e.calls.iter().flatten().enumerate() {
             if let Some(step) = self.step(file, &format!("{ep}.calls[{j}]"), c, cat) {
                 steps.push(step);
             }
@@ -302,6 +322,14 @@ impl Checker {
                 forbid.push(a);
             }
         }
+        let reference = e.reference.as_ref().map(|r| {
+            r.iter()
+                .enumerate()
+                .filter_map(|(j, v)| {
+                    self.reference_call(file, &format!("{ep}.reference[{j}]"), v, cat)
+                })
+                .collect()
+        });
         Expect {
             calls: steps,
             allow,
@@ -309,7 +337,53 @@ impl Checker {
             before,
             forbid,
             exhaustive: e.exhaustive,
+            reference,
         }
+    }
+
+    /// One reference call: `{address, args}`, the arguments as the server receives
+    /// them (checked against the tool's schema).
+    fn reference_call(
+        &mut self,
+        file: &Path,
+        at: &str,
+        v: &Value,
+        cat: &Catalog,
+    ) -> Option<ReferenceCall> {
+        let Some(o) = v.as_object() else {
+            self.err(file, at, "a reference call is {address, args}");
+            return None;
+        };
+        if let Some(k) = o.keys().find(|k| !matches!(k.as_str(), "address" | "args")) {
+            self.err(
+                file,
+                &format!("{at}.{k}"),
+                "unknown field; a reference call has address and args",
+            );
+            return None;
+        }
+        let Some(s) = o.get("address").and_then(Value::as_str) else {
+            self.err(file, at, "a reference call needs `address`");
+            return None;
+        };
+        let address = self.address(file, &format!("{at}.address"), s, cat)?;
+        if !matches!(address, crate::catalog::Address::Mcp(..)) {
+            self.err(
+                file,
+                &format!("{at}.address"),
+                format!("`{address}` is not an MCP tool: reference calls run on live MCP servers"),
+            );
+            return None;
+        }
+        let args = match o.get("args") {
+            None | Some(Value::Null) => serde_json::Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => {
+                self.err(file, &format!("{at}.args"), "the arguments, as an object");
+                return None;
+            }
+        };
+        Some(ReferenceCall { address, args })
     }
 
     /// A conversation's rules: each `adds` names what the catalog holds and what is not
