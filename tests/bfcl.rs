@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use discbench::bfcl::convert::PINNED_VERSION;
+use discbench::bfcl::multi_turn::MULTI_TURN;
 use discbench::bfcl::results::{judge, read_results};
 use discbench::environment::Databases;
 use discbench::scenario::{self, Scenario};
@@ -407,4 +408,132 @@ fn imported_scenarios_run_with_each_query_scoped_to_its_entry() {
         assert_eq!(o["score"]["exact"], true, "{id} under {}", o["mode"]);
         assert_ne!(o["score"]["args_ok"], false, "{id} under {}", o["mode"]);
     }
+}
+
+/// A sample of each multi-turn category, by entry: plain ones, an entry whose last
+/// turn has no ground truth (`_167`), one with two empty turns (`_180`), held-back
+/// functions arriving late (miss_func), turns that must wait for a missing value
+/// (miss_param), and long-context data. (long_context's `_38` and `_46` have a turn of
+/// 34 calls: the oracle, one call per request, cannot make them within BFCL's 21
+/// requests — a limit of the oracle, said in the docs.)
+const MULTI_SAMPLE: [(&str, &[usize]); 4] = [
+    ("multi_turn_base", &[0, 1, 2, 23, 100, 139, 167, 180, 196]),
+    ("multi_turn_miss_func", &[0, 5, 120]),
+    ("multi_turn_miss_param", &[1, 60]),
+    ("multi_turn_long_context", &[0, 37, 150]),
+];
+
+/// BFCL's multi-turn categories imported (every entry converted), and a sample run
+/// live on BFCL's own classes through the project's bridge: the oracle, following
+/// the reference calls, is exact on every turn of every sampled entry under the six
+/// default presets; and the judge is not vacuous: an agent that does something else
+/// than the reference (the oracle following changed calls) fails on the state.
+#[test]
+fn multi_turn_entries_run_live_on_bfcls_classes_judged_by_state() {
+    let Some(py) = need_bfcl("multi_turn_entries_run_live_on_bfcls_classes_judged_by_state") else {
+        return;
+    };
+    let out = tmp("bfcl-multi");
+    let scen = out.join("scenarios");
+    let said = discbench(&[
+        "import",
+        "bfcl",
+        "--python",
+        &py,
+        "--categories",
+        &MULTI_TURN.join(","),
+        "--out",
+        scen.to_str().unwrap(),
+    ]);
+    for c in MULTI_TURN {
+        let row = said
+            .lines()
+            .find(|l| l.starts_with(&format!("{c} ")))
+            .unwrap();
+        let n: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(&n[1..4], ["200", "200", "0"], "{row}");
+    }
+    assert!(scen.join("bfcl-bridge.py").is_file());
+    let runs = out.join("runs");
+    for (c, ids) in MULTI_SAMPLE {
+        let mut args: Vec<String> = vec![
+            "run".into(),
+            scen.join(format!("bfcl-{c}.json")).display().to_string(),
+            "--allow-live".into(),
+            "--model".into(),
+            "oracle".into(),
+            "--out".into(),
+            runs.display().to_string(),
+            "--run-id".into(),
+            c.into(),
+            "--no-progress".into(),
+        ];
+        for i in ids {
+            args.push("--query".into());
+            args.push(format!("{c}_{i}"));
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        discbench(&args);
+        let outcomes = lines(&runs.join(c).join("outcomes.jsonl"));
+        assert_eq!(outcomes.len(), 6 * ids.len(), "{c}: six presets");
+        for o in &outcomes {
+            let id = o["query_id"].as_str().unwrap();
+            assert!(o["infra_error"].is_null(), "{id}: {}", o["infra_error"]);
+            assert_eq!(o["score"]["exact"], true, "{id} under {}: {o}", o["mode"]);
+            for t in o["conversation"].as_array().unwrap() {
+                assert_ne!(t["score"]["state_ok"], false, "{id} under {}", o["mode"]);
+            }
+        }
+    }
+
+    // The first entry, its first turn's calls changed for the agent only: the oracle
+    // now moves the report elsewhere, and the state judge says so.
+    let path = scen.join("bfcl-multi_turn_base.json");
+    let mut sc: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let q0 = &mut sc["queries"][0];
+    assert_eq!(q0["id"], "multi_turn_base_0");
+    let reference = q0["turns"][0]["expect"]["reference"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let calls: Vec<Value> = reference
+        .iter()
+        .map(|r| {
+            let mut args = serde_json::Map::new();
+            for (k, v) in r["args"].as_object().unwrap() {
+                let v = if v == "temp" {
+                    Value::from("archive")
+                } else {
+                    v.clone()
+                };
+                args.insert(k.clone(), Value::Array(vec![v]));
+            }
+            serde_json::json!({"address": r["address"], "args": args})
+        })
+        .collect();
+    q0["turns"][0]["expect"]["calls"] = Value::Array(calls);
+    q0["turns"][0]["expect"]["order"] = Value::from("sequence");
+    std::fs::write(scen.join("changed.json"), sc.to_string()).unwrap();
+    discbench(&[
+        "run",
+        scen.join("changed.json").to_str().unwrap(),
+        "--allow-live",
+        "--model",
+        "oracle",
+        "--mode",
+        "legacy",
+        "--query",
+        "multi_turn_base_0",
+        "--out",
+        runs.to_str().unwrap(),
+        "--run-id",
+        "changed",
+        "--no-progress",
+    ]);
+    let o = &lines(&runs.join("changed/outcomes.jsonl"))[0];
+    assert_eq!(o["score"]["exact"], false, "{o}");
+    let first = &o["conversation"][0];
+    assert_eq!(first["score"]["state_ok"], false, "{first}");
+    // BFCL's rule: judging stops at the first failing turn.
+    assert_eq!(o["conversation"].as_array().unwrap().len(), 1);
 }

@@ -363,6 +363,12 @@ fn entry(
 
 /// A function as an MCP tool, and its converted parameter schema.
 fn tool(f: &Value) -> Result<(Value, Value), String> {
+    tool_with(f, true)
+}
+
+/// [`tool`], with or without the Python hint on the description (BFCL leaves it off
+/// the functions miss_func holds back).
+pub(crate) fn tool_with(f: &Value, hint: bool) -> Result<(Value, Value), String> {
     let name = f
         .get("name")
         .and_then(Value::as_str)
@@ -391,7 +397,11 @@ fn tool(f: &Value) -> Result<(Value, Value), String> {
     }
     let tool = json!({
         "name": name,
-        "description": format!("{description}{PYTHON_HINT}"),
+        "description": if hint {
+            format!("{description}{PYTHON_HINT}")
+        } else {
+            description.to_string()
+        },
         "inputSchema": params,
     });
     Ok((tool, params))

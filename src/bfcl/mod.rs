@@ -10,4 +10,6 @@
 //! `exhaustive` (BFCL counts the calls); irrelevance entries expect no call.
 
 pub mod convert;
+pub mod multi_turn;
+pub mod pycall;
 pub mod results;

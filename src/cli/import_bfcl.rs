@@ -11,6 +11,9 @@ use serde_json::Value;
 
 use super::failure::{io, Failure};
 use crate::bfcl::convert::{convert_category, Converted, CATEGORIES, PINNED_VERSION};
+use crate::bfcl::multi_turn::{
+    convert_multi_turn, MultiConverted, BRIDGE, BRIDGE_FILE, MULTI_TURN,
+};
 use crate::exit;
 
 #[derive(Args, Debug)]
@@ -83,9 +86,28 @@ pub fn import_bfcl(a: BfclImportArgs, out: &mut dyn Write) -> Result<i32, Failur
     } else {
         a.categories.clone()
     };
+    // The bridge runs with the Python given (found on PATH when it names no path; a
+    // path is made absolute, as the bridge runs in a directory of its own).
+    let python = if a.python.contains('/') {
+        std::path::absolute(&a.python)
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| a.python.clone())
+    } else {
+        a.python.clone()
+    };
     let mut done: Vec<Converted> = Vec::new();
+    let mut multi: Vec<MultiConverted> = Vec::new();
     for c in &categories {
-        done.push(convert_category(&dir, c, &source).map_err(|e| Failure::Usage(e.to_string()))?);
+        if MULTI_TURN.contains(&c.as_str()) {
+            multi.push(
+                convert_multi_turn(&dir, c, &source, &python)
+                    .map_err(|e| Failure::Usage(e.to_string()))?,
+            );
+        } else {
+            done.push(
+                convert_category(&dir, c, &source).map_err(|e| Failure::Usage(e.to_string()))?,
+            );
+        }
     }
     std::fs::create_dir_all(&a.out)
         .map_err(|e| Failure::Usage(format!("{}: cannot create: {e}", a.out.display())))?;
@@ -93,7 +115,21 @@ pub fn import_bfcl(a: BfclImportArgs, out: &mut dyn Write) -> Result<i32, Failur
         let path = a.out.join(format!("bfcl-{}.json", c.category));
         write(&path, &c.scenario)?;
     }
-    write_text(&a.out.join("IMPORT.md"), &import_md(&source, &done))?;
+    for c in &multi {
+        write(
+            &a.out.join(format!("bfcl-{}.json", c.category)),
+            &c.scenario,
+        )?;
+        // One line: the catalog of 200 servers is large, and the bridge reads it at
+        // start.
+        let mut text = serde_json::to_string(&c.catalog).expect("JSON values serialize");
+        text.push('\n');
+        write_text(&a.out.join(&c.catalog_file), &text)?;
+    }
+    if !multi.is_empty() {
+        write_text(&a.out.join(BRIDGE_FILE), BRIDGE)?;
+    }
+    write_text(&a.out.join("IMPORT.md"), &import_md(&source, &done, &multi))?;
     writeln!(out, "BFCL data: {source}").map_err(io)?;
     writeln!(
         out,
@@ -116,10 +152,26 @@ pub fn import_bfcl(a: BfclImportArgs, out: &mut dyn Write) -> Result<i32, Failur
             writeln!(out, "  excluded {}: {}", e.id, e.reason).map_err(io)?;
         }
     }
+    for c in &multi {
+        writeln!(
+            out,
+            "{:<24} {:>8} {:>10} {:>9} {:>15}   {} turns, judged by state",
+            c.category,
+            c.entries,
+            c.kept,
+            c.excluded.len(),
+            c.calls,
+            c.turns
+        )
+        .map_err(io)?;
+        for e in &c.excluded {
+            writeln!(out, "  excluded {}: {}", e.id, e.reason).map_err(io)?;
+        }
+    }
     writeln!(
         out,
         "wrote {} scenario(s) to {}",
-        done.len(),
+        done.len() + multi.len(),
         a.out.display()
     )
     .map_err(io)?;
@@ -138,7 +190,7 @@ fn write_text(path: &Path, text: &str) -> Result<(), Failure> {
 }
 
 /// What was converted, from where, under which licence, and what was left out.
-fn import_md(source: &str, done: &[Converted]) -> String {
+fn import_md(source: &str, done: &[Converted], multi: &[MultiConverted]) -> String {
     use std::fmt::Write as _;
     let mut s = String::new();
     let _ = writeln!(s, "# BFCL scenarios\n");
@@ -165,8 +217,32 @@ fn import_md(source: &str, done: &[Converted]) -> String {
             c.calls
         );
     }
+    for c in multi {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} reference calls in {} turns (judged by state) |",
+            c.category,
+            c.file,
+            c.entries,
+            c.kept,
+            c.excluded.len(),
+            c.calls,
+            c.turns
+        );
+    }
+    if !multi.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nThe multi-turn scenarios run their calls on BFCL's own classes through              `{BRIDGE_FILE}` (written here; it needs the Python given with --python, with              bfcl-eval and mpmath installed) and need `discbench run --allow-live`."
+        );
+    }
     let _ = writeln!(s, "\n## Excluded entries\n");
     for c in done {
+        for e in &c.excluded {
+            let _ = writeln!(s, "- `{}`: {}", e.id, e.reason);
+        }
+    }
+    for c in multi {
         for e in &c.excluded {
             let _ = writeln!(s, "- `{}`: {}", e.id, e.reason);
         }

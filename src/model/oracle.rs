@@ -75,8 +75,11 @@ pub fn oracle_args(target: &ExpectedCall, protocol: &Composite) -> Value {
         .args
         .iter()
         .filter_map(|(k, vals)| {
+            // `""` is "may be left out" among accepted values, unless the parameter is
+            // compared exactly (a reference call's arguments, sent as they are).
+            let verbatim = target.compare.get(k) == Some(&crate::args::Compare::Exact);
             vals.iter()
-                .find(|v| **v != json!(""))
+                .find(|v| verbatim || **v != json!(""))
                 .map(|v| (k.clone(), v.clone()))
         })
         .collect();

@@ -182,6 +182,8 @@ impl Expect {
                                 .iter()
                                 .map(|(k, v)| (k.clone(), vec![v.clone()]))
                                 .collect(),
+                            // Sent as they are: an empty string is a value here.
+                            compare: r.args.keys().map(|k| (k.clone(), Compare::Exact)).collect(),
                             ..ExpectedCall::to(r.address.clone())
                         })
                     })

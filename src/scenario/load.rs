@@ -303,6 +303,9 @@ fn check_references(cx: &mut Loader, path: &Path, queries: &[crate::scenario::Qu
 /// `env` (names of variables passed from discbench's environment) and `timeout`
 /// (seconds). The error is (where under `live`, what).
 fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
+    // A process runs in a directory of its own: what is relative to the scenario is
+    // made absolute.
+    let base = &std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
     let o = v.as_object().ok_or_else(|| {
         (
             String::new(),
@@ -342,7 +345,11 @@ fn live_spec(v: &Value, base: &Path) -> Result<LiveSpec, (String, String)> {
             Some(_) => Err((format!(".{k}"), "a non-empty string".to_string())),
         }
     };
-    let command = strings("command")?;
+    // `{dir}` is the directory of the file that names the command.
+    let command: Vec<String> = strings("command")?
+        .into_iter()
+        .map(|c| c.replace("{dir}", &base.display().to_string()))
+        .collect();
     let url = text("url")?;
     let state = text("state")?;
     match (command.is_empty(), &url) {
