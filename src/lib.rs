@@ -45,7 +45,8 @@
 //! - `record` is the versioned outcome format: it holds scores, ledgers and protocol
 //!   settings, so it sits above what it stores.
 //! - `bfcl` converts the Berkeley Function Calling Leaderboard's data into scenarios
-//!   and judges outputs in its result format with `score`.
+//!   and judges outputs in its result format with `score` (multi-turn ones by running
+//!   them on the live servers of `environment`).
 //! - `score` judges an episode's calls against its query's expectation.
 //! - `strategy` renders a catalog under a mode and answers the model's calls; its
 //!   families (`fim`, `mcp_pd`, `search`, `code`, one folder each) import no other

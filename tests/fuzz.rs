@@ -823,7 +823,7 @@ fn bfcl_results(cases: u32, long: bool) {
                 Err(e) => prop_assert!(e.to_string().contains("result.json"), "{e}"),
                 Ok(lines) => {
                     let (verdicts, unknown) = no_panic("judge_all", || {
-                        discbench::bfcl::results::judge_all(scenarios, &lines, false)
+                        discbench::bfcl::judge::judge_all(scenarios, &lines, false, &[])
                     })?
                     .unwrap();
                     prop_assert_eq!(verdicts.len() + unknown.len(), lines.len());

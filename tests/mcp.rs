@@ -1863,3 +1863,60 @@ fn turns_judged_by_state_against_a_reference_instance() {
     assert!(turn("drift-bfcl", 1)["state_ok"].is_null());
     assert_eq!(by["drift-bfcl"]["score"]["exact"], true);
 }
+
+/// `--record` keeps the live answers (the agent's and the reference's) beside the
+/// model's; `--model replay:DIR` serves them: nothing is started (the server's file is
+/// gone, and no --allow-live is given) and every outcome is the recorded one.
+#[test]
+fn live_answers_are_recorded_and_replayed_without_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("counter.py");
+    std::fs::copy(root().join("tests/mcp/counter.py"), &server).unwrap();
+    let o = discbench()
+        .args(["import", "mcp", "--name", "counter", "--out"])
+        .arg(dir.path().join("counter.tools.json"))
+        .arg("--")
+        .arg("python3")
+        .arg(&server)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let sc = dir.path().join("counter.yaml");
+    std::fs::write(
+        &sc,
+        "name: counter\ncatalog:\n  include:\n    - path: counter.tools.json\n      live: {command: [python3, \"{dir}/counter.py\"], state: \"counter://state\"}\nqueries:\n  - id: add\n    turns:\n      - text: Add 5.\n        expect: {reference: [{address: mcp:counter/add, args: {n: 5}}]}\n      - text: And 2 more.\n        expect: {calls: [{address: mcp:counter/add, args: {n: [2]}}], reference: [{address: mcp:counter/add, args: {n: 3}}]}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("runs");
+    let o = run_live(&sc, &out, &["--allow-live", "--record"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let tape = std::fs::read_to_string(out.join("r/live.jsonl")).unwrap();
+    assert!(tape.contains(r#""side":"agent""#) && tape.contains(r#""side":"reference""#));
+    std::fs::remove_file(&server).unwrap();
+    let recorded = outcomes_by_query(&out.join("r"));
+    let o = discbench()
+        .arg("run")
+        .arg(&sc)
+        .args([
+            "--mode",
+            "legacy",
+            "--no-progress",
+            "--run-id",
+            "again",
+            "--out",
+        ])
+        .arg(&out)
+        .arg("--model")
+        .arg(format!("replay:{}", out.join("r").display()))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let replayed = outcomes_by_query(&out.join("again"));
+    let a = &recorded["add"];
+    let b = &replayed["add"];
+    assert!(b["infra_error"].is_null(), "{b}");
+    assert_eq!(a["score"], b["score"]);
+    assert_eq!(a["conversation"], b["conversation"]);
+    // The second turn adds 2 where the reference adds 3: inexact, both times.
+    assert_eq!(b["conversation"][1]["score"]["state_ok"], false);
+}

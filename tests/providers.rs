@@ -1241,3 +1241,34 @@ fn names_a_provider_refuses_are_mapped_both_ways_and_counted_as_sent() {
     let m = &outcomes(&mock.path().join("x"))[0];
     assert_ne!(m["tokens"]["tool_defs"], o["tokens"]["tool_defs"]);
 }
+
+/// A conversation on a live server, judged by state (`fixtures/live/counter.yaml`),
+/// run with `openai:` against the local Chat Completions server answering as the
+/// oracle: its calls reach the live server through discbench, the reference runs on a
+/// second instance, and every turn is exact on the state.
+#[test]
+fn a_live_conversation_judged_by_state_runs_against_the_chat_completions_server() {
+    let scenario = "fixtures/live/counter.yaml";
+    let world = Arc::new(World::new(&[scenario], "legacy"));
+    let server = chat(world, &[scenario]);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = bin()
+        .args(["run", scenario, "--mode", "legacy", "--allow-live"])
+        .args(["--model", "openai:gpt-test"])
+        .args(["--openai-base-url", &format!("{}/v1", server.url)])
+        .args(["--run-id", "x", "--no-progress", "--out"])
+        .arg(tmp.path())
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    ok(&o);
+    let o = &outcomes(&tmp.path().join("x"))[0];
+    assert_eq!(o["score"]["exact"], json!(true), "{o}");
+    let turns = o["conversation"].as_array().unwrap();
+    assert_eq!(turns.len(), 3);
+    for t in turns {
+        assert_eq!(t["score"]["state_ok"], json!(true), "{t}");
+    }
+    // The live answers went back to the model: the total, 7, in the second turn.
+    assert!(o.to_string().contains(r#""text":"7""#), "{o}");
+}

@@ -1,6 +1,9 @@
 //! The Berkeley Function Calling Leaderboard (BFCL): its single-turn data converted
 //! into discbench scenarios ([`convert`]), and model outputs in BFCL's result format
-//! judged by discbench's own scoring on those scenarios ([`results`]).
+//! judged by discbench's own scoring on those scenarios ([`results`]); its multi-turn
+//! categories converted into conversations judged by state on live servers
+//! ([`multi_turn`], with BFCL's call strings read by [`pycall`]), and multi-turn
+//! outputs judged by executing them there, by BFCL's rules ([`multi_judge`]).
 //!
 //! Each BFCL entry becomes one MCP server named by the entry's id whose tools are the
 //! entry's functions under their own names (dots kept), and one query whose `scope` is
@@ -10,6 +13,8 @@
 //! `exhaustive` (BFCL counts the calls); irrelevance entries expect no call.
 
 pub mod convert;
+pub mod judge;
+pub mod multi_judge;
 pub mod multi_turn;
 pub mod pycall;
 pub mod results;

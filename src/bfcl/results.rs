@@ -14,7 +14,6 @@
 //! model: with `underscore_to_dot` (OpenAI, Mistral and Google function-calling models
 //! in BFCL's model table) a dotted name is expected with `_` in place of each `.`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
@@ -38,6 +37,9 @@ pub struct Verdict {
     /// Why it is wrong (first reason found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// The line's `variant`, when it has one (outputs made for an agreement check).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variant: Option<String>,
 }
 
 /// One line of a result file: the entry id and the raw result.
@@ -47,6 +49,8 @@ pub struct ResultLine {
     pub line: usize,
     pub id: String,
     pub result: Value,
+    /// Its `variant` field, if any.
+    pub variant: Option<String>,
 }
 
 /// Reads a BFCL result file (JSON lines with `id` and `result`).
@@ -73,6 +77,7 @@ pub fn read_results(path: &Path) -> Result<Vec<ResultLine>, InputError> {
             line: i + 1,
             id: id.to_string(),
             result: result.clone(),
+            variant: v.get("variant").and_then(Value::as_str).map(str::to_string),
         });
     }
     Ok(out)
@@ -177,6 +182,7 @@ pub fn judge(
         line: line.line,
         valid,
         reason,
+        variant: line.variant.clone(),
     }
 }
 
@@ -218,40 +224,6 @@ fn reason(sc: &Scenario, query: &Query, calls: &[CallRecord]) -> String {
         }
     }
     "no assignment of the calls to the expected ones accepts every call".into()
-}
-
-/// Judges result lines against every converted scenario: each line by its `id`.
-/// Returns the verdicts in the order of the lines and the ids no scenario holds.
-pub fn judge_all(
-    scenarios: &[Scenario],
-    lines: &[ResultLine],
-    underscore_to_dot: bool,
-) -> Result<(Vec<Verdict>, Vec<String>), crate::environment::DbError> {
-    let mut index: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for (s, sc) in scenarios.iter().enumerate() {
-        for (q, query) in sc.queries.iter().enumerate() {
-            index.insert(query.id.as_str(), (s, q));
-        }
-    }
-    let dbs: Vec<Databases> = scenarios
-        .iter()
-        .map(|sc| Databases::build(&sc.catalog))
-        .collect::<Result<_, _>>()?;
-    let mut verdicts = Vec::new();
-    let mut unknown = Vec::new();
-    for l in lines {
-        match index.get(l.id.as_str()) {
-            Some(&(s, q)) => verdicts.push(judge(
-                &scenarios[s],
-                &scenarios[s].queries[q],
-                &dbs[s],
-                l,
-                underscore_to_dot,
-            )),
-            None => unknown.push(l.id.clone()),
-        }
-    }
-    Ok((verdicts, unknown))
 }
 
 #[cfg(test)]

@@ -82,9 +82,18 @@ pub struct ScoreBfclArgs {
     #[arg(long)]
     pub underscore_to_dot: bool,
     /// Write every verdict here, one JSON line each (`id`, `scenario`, `line`, `file`,
-    /// `valid`, `reason`).
+    /// `valid`, `reason`, and `variant` when the line has one).
     #[arg(long, value_name = "FILE")]
     pub verdicts: Option<PathBuf>,
+    /// Multi-turn files are judged by executing them on BFCL's classes through the
+    /// bridge `import bfcl` wrote beside the scenarios: let it start (as `run
+    /// --allow-live` does).
+    #[arg(long)]
+    pub allow_live: bool,
+    /// The Python the bridge runs with (one with bfcl-eval installed) [default: the one
+    /// given to `import bfcl`]
+    #[arg(long)]
+    pub python: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -124,7 +124,7 @@ pub fn resolve(a: RunArgs, env: &Environment) -> Result<RunSetup, Failure> {
             (a.out.join(&ready.manifest.run_id), ready, None)
         }
     };
-    live_gate(&mut ready, a.allow_live, a.resume.is_some())?;
+    live_gate(&mut ready, &a, &dir)?;
     let progress = if a.no_progress {
         ProgressKind::Off
     } else if env.stderr_is_terminal && !env.is_ci {
@@ -159,11 +159,42 @@ pub fn resolve(a: RunArgs, env: &Environment) -> Result<RunSetup, Failure> {
 /// every command the run would start), else each checked once against its committed
 /// catalog and recorded in run.json (a resumed run's servers must list what they
 /// listed when it began).
-fn live_gate(ready: &mut Ready, allow: bool, resumed: bool) -> Result<(), Failure> {
+fn live_gate(ready: &mut Ready, a: &RunArgs, dir: &Path) -> Result<(), Failure> {
+    use anyhow::Context as _;
+    let (allow, resumed) = (a.allow_live, a.resume.is_some());
     let with_live: Vec<usize> = (0..ready.plan.scenarios.len())
         .filter(|&i| ready.plan.scenarios[i].live.is_some())
         .collect();
     if with_live.is_empty() {
+        return Ok(());
+    }
+    // A replay of a recorded run (every model `replay:DIR`) serves the live answers
+    // the recording kept: nothing starts, nothing needs allowing.
+    let specs = if ready.manifest.settings.model_specs.is_empty() {
+        &ready.manifest.settings.models
+    } else {
+        &ready.manifest.settings.model_specs
+    };
+    let replays: Vec<&str> = specs
+        .iter()
+        .filter_map(|m| m.strip_prefix("replay:"))
+        .collect();
+    if !replays.is_empty() && replays.len() == specs.len() {
+        for r in &replays {
+            for &i in &with_live {
+                let live = ready.plan.scenarios[i].live.as_ref().expect("live");
+                match live.replay_from(Path::new(r)) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        return Err(Failure::Usage(format!(
+                            "{r} kept no live answers ({}): record the run with --record to replay its live servers",
+                            crate::environment::live::TAPE_FILE
+                        )))
+                    }
+                    Err(e) => return Err(Failure::Usage(e)),
+                }
+            }
+        }
         return Ok(());
     }
     if !allow {
@@ -217,6 +248,17 @@ fn live_gate(ready: &mut Ready, allow: bool, resumed: bool) -> Result<(), Failur
             }
         } else {
             inputs.live = infos;
+        }
+    }
+    if a.record {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))
+            .map_err(Failure::Infra)?;
+        for &i in &with_live {
+            let live = ready.plan.scenarios[i].live.as_ref().expect("live");
+            live.record_to(dir)
+                .with_context(|| format!("cannot keep the live answers in {}", dir.display()))
+                .map_err(Failure::Infra)?;
         }
     }
     Ok(())

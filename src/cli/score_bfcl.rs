@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 
 use super::args::ScoreBfclArgs;
 use super::failure::{io, Failure};
-use crate::bfcl::results::{judge_all, read_results, ResultLine};
+use crate::bfcl::judge::judge_all;
+use crate::bfcl::results::{read_results, ResultLine};
+use crate::environment::live::{CheckError, Live};
 use crate::error::InputErrors;
 use crate::exit;
-use crate::scenario;
+use crate::scenario::{self, Scenario};
+use std::sync::Arc;
 
 /// Result files under a path: the file, or every `*.json` below a directory.
 fn result_files(p: &Path) -> Vec<PathBuf> {
@@ -36,6 +39,60 @@ fn result_files(p: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The live servers of the scenarios that have any (multi-turn imports), allowed and
+/// checked, with the bridge's Python replaced by `--python` when given.
+fn live_servers(
+    scenarios: &[Scenario],
+    a: &ScoreBfclArgs,
+) -> Result<Vec<Option<Arc<Live>>>, Failure> {
+    let mut out = Vec::new();
+    for sc in scenarios {
+        if sc.live.is_empty() {
+            out.push(None);
+            continue;
+        }
+        if !a.allow_live {
+            let commands: Vec<String> = sc
+                .live
+                .iter()
+                .map(|s| s.shown())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            return Err(Failure::Usage(format!(
+                "{} is judged by running its outputs on live servers, and starts none unless allowed: {}; run again with --allow-live",
+                sc.name,
+                commands.join("; ")
+            )));
+        }
+        let specs = sc
+            .live
+            .iter()
+            .cloned()
+            .map(|mut s| {
+                if let (Some(py), false) = (&a.python, s.command.is_empty()) {
+                    // The bridge runs in a directory of its own: a path is made absolute.
+                    s.command[0] = if py.contains('/') {
+                        std::path::absolute(py)
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_else(|_| py.clone())
+                    } else {
+                        py.clone()
+                    };
+                }
+                s
+            })
+            .collect();
+        let live = Arc::new(Live::new(specs));
+        live.check(&sc.catalog).map_err(|e| match e {
+            CheckError::Differs(m) => Failure::Usage(m),
+            CheckError::Failed(m) => Failure::Infra(anyhow::anyhow!(m)),
+        })?;
+        out.push(Some(live));
+    }
+    Ok(out)
+}
+
 pub fn score_bfcl(a: ScoreBfclArgs, out: &mut dyn Write) -> Result<i32, Failure> {
     let scenarios = scenario::load_all(std::slice::from_ref(&a.scenarios))?;
     let mut files: Vec<(PathBuf, Vec<ResultLine>)> = Vec::new();
@@ -51,12 +108,18 @@ pub fn score_bfcl(a: ScoreBfclArgs, out: &mut dyn Write) -> Result<i32, Failure>
     if !errors.is_empty() {
         return Err(InputErrors(errors).into());
     }
+    let live = live_servers(&scenarios, &a)?;
     let mut verdicts = Vec::new();
     let mut unknown = Vec::new();
     let mut text = String::new();
     for (f, lines) in &files {
-        let (v, mut u) = judge_all(&scenarios, lines, a.underscore_to_dot)
-            .map_err(|e| Failure::Usage(e.to_string()))?;
+        let judged = judge_all(&scenarios, lines, a.underscore_to_dot, &live);
+        if judged.is_err() {
+            for l in live.iter().flatten() {
+                l.finish();
+            }
+        }
+        let (v, mut u) = judged.map_err(|e| Failure::Infra(anyhow::anyhow!(e)))?;
         for x in &v {
             let mut j = serde_json::to_value(x).expect("verdicts serialize");
             j["file"] = serde_json::json!(f.display().to_string());
@@ -65,6 +128,9 @@ pub fn score_bfcl(a: ScoreBfclArgs, out: &mut dyn Write) -> Result<i32, Failure>
         }
         verdicts.extend(v);
         unknown.append(&mut u);
+    }
+    for l in live.iter().flatten() {
+        l.finish();
     }
     if let Some(path) = &a.verdicts {
         std::fs::write(path, text)

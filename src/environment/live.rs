@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -166,8 +167,51 @@ pub enum CheckError {
     Differs(String),
 }
 
+/// Which of a conversation's two sets of instances: the agent's, or the reference's
+/// (judging by state).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Agent,
+    Reference,
+}
+
+/// The file of a run directory that keeps the live answers (`run --record`).
+pub const TAPE_FILE: &str = "live.jsonl";
+
+/// The prefix of the infra error of a replay that finds no recorded live answer.
+pub const REPLAY_MISS: &str = "no recorded live answer";
+
+/// One exchange with a live server, as `--record` keeps it: a call (tool and
+/// arguments, the answer's text) or a state read (its value), or how it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+struct Exchange {
+    /// The conversation's outcome key.
+    key: String,
+    side: Side,
+    server: String,
+    /// The tool called; absent for a state read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    args: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failure: Option<String>,
+}
+
+/// What a run does with live answers besides using them: keeps them, or serves them
+/// instead of any server.
+enum Tape {
+    Record(Mutex<std::io::BufWriter<std::fs::File>>),
+    Replay(Mutex<HashMap<(String, Side), std::collections::VecDeque<Exchange>>>),
+}
+
 /// A run's live servers, allowed to start.
 pub struct Live {
+    /// Recording or replaying the live answers, when the run does.
+    tape: std::sync::OnceLock<Tape>,
     specs: Vec<LiveSpec>,
     /// Processes started once per run (`transport: http`), by origin, with their
     /// working directories.
@@ -191,6 +235,7 @@ const VERSION: &str = crate::mcp_client::DEFAULT_PROTOCOL_VERSION;
 impl Live {
     pub fn new(specs: Vec<LiveSpec>) -> Live {
         Live {
+            tape: std::sync::OnceLock::new(),
             specs,
             processes: Mutex::new(HashMap::new()),
             stopping: Mutex::new(Vec::new()),
@@ -315,15 +360,63 @@ impl Live {
         Ok(out)
     }
 
-    /// Instances of this run's servers for one conversation: none started until a call
+    /// Instances of this run's servers, kept by no tape: none started until a call
     /// needs one.
     pub fn instances(self: &Arc<Self>) -> Instances {
+        self.instances_for("", Side::Agent)
+    }
+
+    /// One conversation's instances of this run's servers (`key`: its outcome key),
+    /// on its `side`: none started until a call needs one; under a replay, none ever.
+    pub fn instances_for(self: &Arc<Self>, key: &str, side: Side) -> Instances {
         Instances {
             live: self.clone(),
             running: Mutex::new(HashMap::new()),
             failure: Mutex::new(None),
             results: Mutex::new(Vec::new()),
+            key: key.to_string(),
+            side,
         }
+    }
+
+    /// Keeps every live answer of the run in `dir`'s [`TAPE_FILE`] (appended).
+    pub fn record_to(&self, dir: &Path) -> std::io::Result<()> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(TAPE_FILE))?;
+        let _ = self
+            .tape
+            .set(Tape::Record(Mutex::new(std::io::BufWriter::new(f))));
+        Ok(())
+    }
+
+    /// Serves the live answers a recorded run kept in `dir` instead of any server:
+    /// `Ok(false)` when it kept none.
+    pub fn replay_from(&self, dir: &Path) -> Result<bool, String> {
+        let path = dir.join(TAPE_FILE);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let mut map: HashMap<(String, Side), std::collections::VecDeque<Exchange>> = HashMap::new();
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let x: Exchange = serde_json::from_str(line)
+                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+            map.entry((x.key.clone(), x.side)).or_default().push_back(x);
+        }
+        let _ = self.tape.set(Tape::Replay(Mutex::new(map)));
+        Ok(true)
+    }
+
+    /// Whether the run serves recorded answers (it starts nothing).
+    pub fn is_replay(&self) -> bool {
+        matches!(self.tape.get(), Some(Tape::Replay(_)))
     }
 
     /// Stops an instance without waiting for it; [`Live::finish`] waits.
@@ -403,6 +496,9 @@ pub struct Instances {
     failure: Mutex<Option<String>>,
     /// Every answer a live server gave, in call order (their text, before any cut).
     results: Mutex<Vec<String>>,
+    /// The conversation's outcome key (empty: kept by no tape) and side.
+    key: String,
+    side: Side,
 }
 
 impl Instances {
@@ -465,10 +561,84 @@ impl Instances {
         Some(f(session))
     }
 
+    /// The tape this conversation is kept by or served from, if any.
+    fn tape(&self) -> Option<&Tape> {
+        (!self.key.is_empty())
+            .then(|| self.live.tape.get())
+            .flatten()
+    }
+
+    /// Under a replay: the next recorded exchange of this conversation, which must be
+    /// this one (`server`, and `tool` with `args` for a call); its answer, or its
+    /// failure kept. `None` outside a replay.
+    fn replayed(&self, server: &str, call: Option<(&str, &Value)>) -> Option<Option<Value>> {
+        let Some(Tape::Replay(map)) = self.tape() else {
+            return None;
+        };
+        if self.failure().is_some() {
+            return Some(None);
+        }
+        let next = map
+            .lock()
+            .expect("tape")
+            .get_mut(&(self.key.clone(), self.side))
+            .and_then(|q| q.pop_front());
+        let wanted = (call.map(|c| c.0.to_string()), call.map(|c| c.1.clone()));
+        match next {
+            Some(x) if x.server == server && (x.tool.clone(), x.args.clone()) == wanted => {
+                if let Some(f) = x.failure {
+                    self.fail(f);
+                    return Some(None);
+                }
+                Some(x.answer)
+            }
+            _ => {
+                let what = match call {
+                    Some((tool, args)) => format!("the call {server}/{tool} {args}"),
+                    None => format!("the state of {server}"),
+                };
+                self.fail(format!(
+                    "{REPLAY_MISS}: the recording holds no answer to {what} here"
+                ));
+                Some(None)
+            }
+        }
+    }
+
+    /// Under `--record`: keeps an exchange and its answer (or its failure).
+    fn keep(&self, server: &str, call: Option<(&str, &Value)>, answer: Option<Value>) {
+        let Some(Tape::Record(out)) = self.tape() else {
+            return;
+        };
+        let x = Exchange {
+            key: self.key.clone(),
+            side: self.side,
+            server: server.to_string(),
+            tool: call.map(|c| c.0.to_string()),
+            args: call.map(|c| c.1.clone()),
+            failure: answer.is_none().then(|| self.failure()).flatten(),
+            answer,
+        };
+        let mut out = out.lock().expect("tape");
+        let _ = serde_json::to_writer(&mut *out, &x);
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
+    }
+
     /// The state `server` exposes (its `state` resource: the JSON of its first
     /// text content, or the text itself when it is not JSON); `None` when it has no
     /// such resource or the read failed (the failure kept).
     pub fn state(&self, server: &str) -> Option<Value> {
+        self.live.spec(server)?.state.as_ref()?;
+        if let Some(r) = self.replayed(server, None) {
+            return r;
+        }
+        let v = self.read_state(server);
+        self.keep(server, None, v.clone());
+        v
+    }
+
+    fn read_state(&self, server: &str) -> Option<Value> {
         let uri = self.live.spec(server)?.state.clone()?;
         match self.with_instance(server, |s| s.read(&uri))? {
             Ok(r) => {
@@ -501,6 +671,21 @@ impl LiveCalls for Instances {
     }
 
     fn call(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
+        if let Some(r) = self.replayed(server, Some((tool, args))) {
+            let text = r.as_ref().and_then(Value::as_str).map(str::to_string);
+            if let Some(t) = &text {
+                self.results.lock().expect("results").push(t.clone());
+            }
+            return text;
+        }
+        let text = self.call_live(server, tool, args);
+        self.keep(server, Some((tool, args)), text.clone().map(Value::String));
+        text
+    }
+}
+
+impl Instances {
+    fn call_live(&self, server: &str, tool: &str, args: &Value) -> Option<String> {
         let args = args.as_object().cloned().unwrap_or_default();
         match self.with_instance(server, |s| s.call(tool, args))? {
             Ok(result) => {

@@ -14,7 +14,7 @@ use super::events::Event;
 use super::plan::Unit;
 use super::retry::RetryPolicy;
 use super::tally::{Scored, Tally};
-use crate::environment::live::{Instances, Live};
+use crate::environment::live::{Instances, Live, Side};
 use crate::environment::Databases;
 use crate::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Request, Session};
 use crate::record::{
@@ -124,7 +124,9 @@ impl Episode<'_> {
                 system: first.system_tokens,
                 ..Ledger::default()
             },
-            live: self.live.map(Live::instances),
+            live: self
+                .live
+                .map(|l| l.instances_for(&self.live_key(), Side::Agent)),
             ..Conversation::default()
         };
         let mut turns: Vec<Turned> = Vec::new();
@@ -761,6 +763,11 @@ struct StateJudgement {
 }
 
 impl Episode<'_> {
+    /// The key live answers are kept under (`--record`) and found by (a replay).
+    fn live_key(&self) -> String {
+        serde_json::to_string(self.key).expect("keys serialize")
+    }
+
     /// Runs the turn's reference calls on the conversation's second instances, then
     /// compares the states of the live servers that expose one (in the query's view)
     /// and looks for each reference result among the agent's results so far. `None`
@@ -773,7 +780,10 @@ impl Episode<'_> {
     ) -> Option<StateJudgement> {
         let live = self.live?;
         let agent = conv.live.as_ref()?;
-        let refs = conv.reference.get_or_insert_with(|| live.instances());
+        let key = self.live_key();
+        let refs = conv
+            .reference
+            .get_or_insert_with(|| live.instances_for(&key, Side::Reference));
         let mut results = Vec::new();
         for r in reference {
             let crate::catalog::Address::Mcp(server, tool) = &r.address else {

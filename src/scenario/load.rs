@@ -254,7 +254,7 @@ pub fn load(path: &Path) -> Result<Scenario, InputErrors> {
 
 /// A turn judged by state needs live servers that name their `state` resource: every
 /// reference call's server, and at least one in the query's view.
-fn check_references(cx: &mut Loader, path: &Path, queries: &[crate::scenario::Query]) {
+fn check_references(cx: &mut Loader, path: &Path, queries: &[super::types::Query]) {
     for (i, q) in queries.iter().enumerate() {
         for t in 0..q.n_turns() {
             let Some(reference) = &q.turn_expect(t).reference else {

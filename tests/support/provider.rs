@@ -220,13 +220,13 @@ impl World {
         let unit = &self.units[conv.unit];
         let query = &unit.scenario.queries[conv.query];
         GroundTruth {
-            expect: query.expect.clone(),
+            expect: query.expect.oracle_view(),
             protocol: unit.composite.clone(),
             state,
             later: (1..query.n_turns())
                 .map(|t| {
                     let comp = self.units[conv.unit_of(t)].composite.clone();
-                    (query.turn_expect(t).clone(), comp)
+                    (query.turn_expect(t).oracle_view(), comp)
                 })
                 .collect(),
         }
