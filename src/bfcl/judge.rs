@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::multi_judge::judge_multi;
+use super::multi_judge::{judge_multi, JudgeError};
 use super::results::{judge, ResultLine, Verdict};
 use crate::environment::Databases;
 use crate::scenario::Scenario;
@@ -18,7 +18,7 @@ pub fn judge_all(
     lines: &[ResultLine],
     underscore_to_dot: bool,
     live: &[Option<std::sync::Arc<crate::environment::live::Live>>],
-) -> Result<(Vec<Verdict>, Vec<String>), String> {
+) -> Result<(Vec<Verdict>, Vec<String>), JudgeError> {
     let mut index: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for (s, sc) in scenarios.iter().enumerate() {
         for (q, query) in sc.queries.iter().enumerate() {
@@ -29,7 +29,7 @@ pub fn judge_all(
         .iter()
         .map(|sc| Databases::build(&sc.catalog))
         .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| JudgeError::Usage(e.to_string()))?;
     let mut verdicts = Vec::new();
     let mut unknown = Vec::new();
     for l in lines {
@@ -38,10 +38,10 @@ pub fn judge_all(
                 if scenarios[s].queries[q].is_conversation() || !scenarios[s].live.is_empty() =>
             {
                 let live = live.get(s).and_then(Option::as_ref).ok_or_else(|| {
-                    format!(
+                    JudgeError::Usage(format!(
                         "{}: a multi-turn entry is judged by running it on its live servers, which this scoring was not given",
                         l.id
-                    )
+                    ))
                 })?;
                 verdicts.push(judge_multi(
                     &scenarios[s],

@@ -22,6 +22,16 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::results::{ResultLine, Verdict};
+
+/// Why outputs could not be judged: the input's fault (exit 2) or the machine's, a
+/// live server that failed (exit 3).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JudgeError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Infra(String),
+}
 use crate::catalog::Resource;
 use crate::environment::live::{Instances, Live, LiveCalls};
 use crate::scenario::{Query, Scenario};
@@ -69,7 +79,7 @@ pub fn judge_multi(
     q: &Query,
     live: &Arc<Live>,
     line: &ResultLine,
-) -> Result<Verdict, String> {
+) -> Result<Verdict, JudgeError> {
     let Some(turns) = line.result.as_array() else {
         return Ok(invalid(sc, q, line, "multi_turn:inference_error"));
     };
@@ -80,7 +90,10 @@ pub fn judge_multi(
         Resource::Mcp(s) => Some(s.clone()),
         _ => None,
     }) else {
-        return Err(format!("{}: the query names no MCP server", q.id));
+        return Err(JudgeError::Usage(format!(
+            "{}: the query names no MCP server",
+            q.id
+        )));
     };
     let model = live.instances();
     let truth = live.instances();
@@ -110,7 +123,7 @@ pub fn judge_multi(
             }
         }
         if let Some(e) = failed(&model).or_else(|| failed(&truth)) {
-            return Err(format!("{}: {e}", q.id));
+            return Err(JudgeError::Infra(format!("{}: {e}", q.id)));
         }
         if reference.is_empty() {
             continue;
@@ -120,7 +133,7 @@ pub fn judge_multi(
         }
         if model.state(&server) != truth.state(&server) {
             if let Some(e) = failed(&model).or_else(|| failed(&truth)) {
-                return Err(format!("{}: {e}", q.id));
+                return Err(JudgeError::Infra(format!("{}: {e}", q.id)));
             }
             return Ok(invalid(sc, q, line, "multi_turn:instance_state_mismatch"));
         }

@@ -199,28 +199,54 @@ impl Parser<'_> {
                 self.i += 1;
                 let e = self.peek().ok_or_else(|| self.err("an escape"))?;
                 self.i += 1;
+                let hex = |n: usize, p: &mut Self| -> Result<char, String> {
+                    let c = p
+                        .text
+                        .get(p.i..p.i + n)
+                        .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                        .and_then(|h| u32::from_str_radix(h, 16).ok())
+                        .and_then(char::from_u32)
+                        .ok_or_else(|| p.err(&format!("{n} hex digits")))?;
+                    p.i += n;
+                    Ok(c)
+                };
                 match e {
                     b'n' => out.push('\n'),
                     b't' => out.push('\t'),
                     b'r' => out.push('\r'),
-                    b'0' => out.push('\0'),
+                    b'a' => out.push('\u{7}'),
+                    b'b' => out.push('\u{8}'),
+                    b'f' => out.push('\u{c}'),
+                    b'v' => out.push('\u{b}'),
+                    // A backslash before a newline continues the line.
+                    b'\n' => {}
                     b'\\' | b'\'' | b'"' => out.push(e as char),
-                    b'u' => {
-                        let hex = self
-                            .text
-                            .get(self.i..self.i + 4)
-                            .ok_or_else(|| self.err("4 hex digits"))?;
-                        let c = u32::from_str_radix(hex, 16)
-                            .ok()
-                            .and_then(char::from_u32)
-                            .ok_or_else(|| self.err("4 hex digits"))?;
-                        out.push(c);
-                        self.i += 4;
+                    b'x' => out.push(hex(2, self)?),
+                    b'u' => out.push(hex(4, self)?),
+                    b'U' => out.push(hex(8, self)?),
+                    b'0'..=b'7' => {
+                        // Up to three octal digits, the first one read already.
+                        let mut v = u32::from(e - b'0');
+                        for _ in 0..2 {
+                            match self.peek() {
+                                Some(d @ b'0'..=b'7') => {
+                                    v = v * 8 + u32::from(d - b'0');
+                                    self.i += 1;
+                                }
+                                _ => break,
+                            }
+                        }
+                        out.push(char::from_u32(v).ok_or_else(|| self.err("an octal escape"))?);
                     }
-                    // Python keeps an unknown escape as written.
-                    other => {
+                    b'N' => return Err(self.err("a string without named escapes")),
+                    // Python keeps an unknown escape as written: the backslash and the
+                    // whole character after it.
+                    _ => {
+                        self.i -= 1;
+                        let c = self.text[self.i..].chars().next().expect("in bounds");
                         out.push('\\');
-                        out.push(other as char);
+                        out.push(c);
+                        self.i += c.len_utf8();
                     }
                 }
                 continue;
@@ -298,6 +324,9 @@ mod tests {
         let c = parse_call(r#"echo(content="It's \"done\"\n", file_name='a\'b.txt')"#).unwrap();
         assert_eq!(c.keywords[0].1, json!("It's \"done\"\n"));
         assert_eq!(c.keywords[1].1, json!("a'b.txt"));
+        let c = parse_call(r"f(a='\x41\101\u00e9\q\é')").unwrap();
+        assert_eq!(c.keywords[0].1, json!("AAé\\q\\é"));
+        assert!(parse_call(r"f(a='\u+041')").is_err());
         let c = parse_call("f(x=-3, y=1e3, t=(1, 2))").unwrap();
         assert_eq!(c.keywords[0].1, json!(-3));
         assert_eq!(c.keywords[2].1, json!([1, 2]));

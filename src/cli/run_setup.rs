@@ -180,19 +180,19 @@ fn live_gate(ready: &mut Ready, a: &RunArgs, dir: &Path) -> Result<(), Failure> 
         .filter_map(|m| m.strip_prefix("replay:"))
         .collect();
     if !replays.is_empty() && replays.len() == specs.len() {
-        for r in &replays {
-            for &i in &with_live {
-                let live = ready.plan.scenarios[i].live.as_ref().expect("live");
-                match live.replay_from(Path::new(r)) {
-                    Ok(true) => {}
-                    Ok(false) => {
-                        return Err(Failure::Usage(format!(
-                            "{r} kept no live answers ({}): record the run with --record to replay its live servers",
-                            crate::environment::live::TAPE_FILE
-                        )))
-                    }
-                    Err(e) => return Err(Failure::Usage(e)),
+        let dirs: Vec<&Path> = replays.iter().map(Path::new).collect();
+        for &i in &with_live {
+            let live = ready.plan.scenarios[i].live.as_ref().expect("live");
+            match live.replay_from(&dirs) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(Failure::Usage(format!(
+                        "{} kept no live answers ({}): record the run with --record to replay its live servers",
+                        replays.join(", "),
+                        crate::environment::live::TAPE_FILE
+                    )))
                 }
+                Err(e) => return Err(Failure::Usage(e)),
             }
         }
         return Ok(());
@@ -254,11 +254,12 @@ fn live_gate(ready: &mut Ready, a: &RunArgs, dir: &Path) -> Result<(), Failure> 
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create {}", dir.display()))
             .map_err(Failure::Infra)?;
+        let tape = crate::environment::live::Live::tape_file(dir)
+            .with_context(|| format!("cannot keep the live answers in {}", dir.display()))
+            .map_err(Failure::Infra)?;
         for &i in &with_live {
             let live = ready.plan.scenarios[i].live.as_ref().expect("live");
-            live.record_to(dir)
-                .with_context(|| format!("cannot keep the live answers in {}", dir.display()))
-                .map_err(Failure::Infra)?;
+            live.record_to(tape.clone());
         }
     }
     Ok(())

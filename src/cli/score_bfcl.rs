@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::args::ScoreBfclArgs;
 use super::failure::{io, Failure};
 use crate::bfcl::judge::judge_all;
+use crate::bfcl::multi_judge::JudgeError;
 use crate::bfcl::results::{read_results, ResultLine};
 use crate::environment::live::{CheckError, Live};
 use crate::error::InputErrors;
@@ -44,10 +45,11 @@ fn result_files(p: &Path) -> Vec<PathBuf> {
 fn live_servers(
     scenarios: &[Scenario],
     a: &ScoreBfclArgs,
+    named: &std::collections::HashSet<&str>,
 ) -> Result<Vec<Option<Arc<Live>>>, Failure> {
     let mut out = Vec::new();
     for sc in scenarios {
-        if sc.live.is_empty() {
+        if sc.live.is_empty() || !sc.queries.iter().any(|q| named.contains(q.id.as_str())) {
             out.push(None);
             continue;
         }
@@ -108,7 +110,12 @@ pub fn score_bfcl(a: ScoreBfclArgs, out: &mut dyn Write) -> Result<i32, Failure>
     if !errors.is_empty() {
         return Err(InputErrors(errors).into());
     }
-    let live = live_servers(&scenarios, &a)?;
+    // Only the scenarios a result line names start their live servers.
+    let named: std::collections::HashSet<&str> = files
+        .iter()
+        .flat_map(|(_, lines)| lines.iter().map(|l| l.id.as_str()))
+        .collect();
+    let live = live_servers(&scenarios, &a, &named)?;
     let mut verdicts = Vec::new();
     let mut unknown = Vec::new();
     let mut text = String::new();
@@ -119,7 +126,10 @@ pub fn score_bfcl(a: ScoreBfclArgs, out: &mut dyn Write) -> Result<i32, Failure>
                 l.finish();
             }
         }
-        let (v, mut u) = judged.map_err(|e| Failure::Infra(anyhow::anyhow!(e)))?;
+        let (v, mut u) = judged.map_err(|e| match e {
+            JudgeError::Usage(m) => Failure::Usage(m),
+            JudgeError::Infra(m) => Failure::Infra(anyhow::anyhow!(m)),
+        })?;
         for x in &v {
             let mut j = serde_json::to_value(x).expect("verdicts serialize");
             j["file"] = serde_json::json!(f.display().to_string());

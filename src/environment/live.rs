@@ -162,7 +162,8 @@ pub enum CheckError {
     /// server's fault.
     #[error("{0}")]
     Failed(String),
-    /// It answered, with other tools than its committed catalog's: the scenario's.
+    /// The scenario's fault: the server answered with other tools than its committed
+    /// catalog's, or it is to get a variable that is not set.
     #[error("{0}")]
     Differs(String),
 }
@@ -199,12 +200,18 @@ struct Exchange {
     answer: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     failure: Option<String>,
+    /// Marks the start of an attempt at the conversation (the first exchange of its
+    /// instances): a rerun's exchanges replace an earlier attempt's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    start: bool,
 }
 
 /// What a run does with live answers besides using them: keeps them, or serves them
 /// instead of any server.
 enum Tape {
-    Record(Mutex<std::io::BufWriter<std::fs::File>>),
+    /// The run's one tape file, shared by every scenario's servers: each exchange is
+    /// written whole with one append.
+    Record(Arc<Mutex<std::fs::File>>),
     Replay(Mutex<HashMap<(String, Side), std::collections::VecDeque<Exchange>>>),
 }
 
@@ -319,6 +326,8 @@ impl Live {
     pub fn check(&self, catalog: &Catalog) -> Result<Vec<LiveInfo>, CheckError> {
         let mut out = Vec::new();
         for spec in &self.specs {
+            spec.environment(&|k| std::env::var_os(k))
+                .map_err(CheckError::Differs)?;
             let inst = self.start(spec).map_err(CheckError::Failed)?;
             let session = inst.session.as_ref().expect("a started instance");
             let listed = session
@@ -354,7 +363,16 @@ impl Live {
                 command: spec.shown(),
                 name: s("name"),
                 version: s("version"),
-                tools_hash: crate::hash::content_hash(Value::Array(listed).to_string().as_bytes()),
+                // In name order: a server may list its tools in any order.
+                tools_hash: {
+                    let mut sorted = listed;
+                    sorted.sort_by(|a, b| {
+                        let n =
+                            |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
+                        n(a).cmp(&n(b))
+                    });
+                    crate::hash::content_hash(Value::Array(sorted).to_string().as_bytes())
+                },
             });
         }
         Ok(out)
@@ -376,42 +394,62 @@ impl Live {
             results: Mutex::new(Vec::new()),
             key: key.to_string(),
             side,
+            taped: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
-    /// Keeps every live answer of the run in `dir`'s [`TAPE_FILE`] (appended).
-    pub fn record_to(&self, dir: &Path) -> std::io::Result<()> {
+    /// Opens `dir`'s [`TAPE_FILE`] for appending, to be shared by every [`Live`] of
+    /// the run ([`Live::record_to`]).
+    pub fn tape_file(dir: &Path) -> std::io::Result<Arc<Mutex<std::fs::File>>> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.join(TAPE_FILE))?;
-        let _ = self
-            .tape
-            .set(Tape::Record(Mutex::new(std::io::BufWriter::new(f))));
-        Ok(())
+        Ok(Arc::new(Mutex::new(f)))
     }
 
-    /// Serves the live answers a recorded run kept in `dir` instead of any server:
-    /// `Ok(false)` when it kept none.
-    pub fn replay_from(&self, dir: &Path) -> Result<bool, String> {
-        let path = dir.join(TAPE_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
+    /// Keeps every live answer of the run in `file` (see [`Live::tape_file`]).
+    pub fn record_to(&self, file: Arc<Mutex<std::fs::File>>) {
+        let _ = self.tape.set(Tape::Record(file));
+    }
+
+    /// Serves the live answers recorded runs kept (each a run directory, or a file of
+    /// one) instead of any server: `Ok(false)` when they kept none. A conversation
+    /// recorded more than once (a resumed run's rerun) is served its last attempt.
+    pub fn replay_from(&self, dirs: &[&Path]) -> Result<bool, String> {
         let mut map: HashMap<(String, Side), std::collections::VecDeque<Exchange>> = HashMap::new();
-        for (i, line) in text
-            .lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-        {
-            let x: Exchange = serde_json::from_str(line)
-                .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
-            map.entry((x.key.clone(), x.side)).or_default().push_back(x);
+        let mut found = false;
+        for dir in dirs {
+            let dir = if dir.is_file() {
+                dir.parent().unwrap_or(Path::new("."))
+            } else {
+                dir
+            };
+            let path = dir.join(TAPE_FILE);
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("{}: {e}", path.display())),
+            };
+            found = true;
+            for (i, line) in text
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| !l.trim().is_empty())
+            {
+                let x: Exchange = serde_json::from_str(line)
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?;
+                let queue = map.entry((x.key.clone(), x.side)).or_default();
+                if x.start {
+                    // A new attempt at this conversation: the earlier one is void.
+                    queue.clear();
+                } else {
+                    queue.push_back(x);
+                }
+            }
         }
         let _ = self.tape.set(Tape::Replay(Mutex::new(map)));
-        Ok(true)
+        Ok(found)
     }
 
     /// Whether the run serves recorded answers (it starts nothing).
@@ -499,6 +537,8 @@ pub struct Instances {
     /// The conversation's outcome key (empty: kept by no tape) and side.
     key: String,
     side: Side,
+    /// Whether its attempt's start was kept already (`--record`).
+    taped: std::sync::atomic::AtomicBool,
 }
 
 impl Instances {
@@ -618,11 +658,27 @@ impl Instances {
             args: call.map(|c| c.1.clone()),
             failure: answer.is_none().then(|| self.failure()).flatten(),
             answer,
+            start: false,
         };
-        let mut out = out.lock().expect("tape");
-        let _ = serde_json::to_writer(&mut *out, &x);
-        let _ = out.write_all(b"\n");
-        let _ = out.flush();
+        let mut bytes = Vec::new();
+        if !self.taped.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let start = Exchange {
+                server: String::new(),
+                tool: None,
+                args: None,
+                answer: None,
+                failure: None,
+                start: true,
+                ..x.clone()
+            };
+            let _ = serde_json::to_writer(&mut bytes, &start);
+            bytes.push(b'\n');
+        }
+        let _ = serde_json::to_writer(&mut bytes, &x);
+        bytes.push(b'\n');
+        // One append of whole lines: exchanges of concurrent conversations never
+        // interleave.
+        let _ = out.lock().expect("tape").write_all(&bytes);
     }
 
     /// The state `server` exposes (its `state` resource: the JSON of its first
@@ -642,10 +698,14 @@ impl Instances {
         let uri = self.live.spec(server)?.state.clone()?;
         match self.with_instance(server, |s| s.read(&uri))? {
             Ok(r) => {
-                let text = r
-                    .pointer("/contents/0/text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
+                // A state that cannot be read as text would compare equal to anything
+                // else unread: it is a failure, not an empty state.
+                let Some(text) = r.pointer("/contents/0/text").and_then(Value::as_str) else {
+                    self.fail(format!(
+                        "live server `{server}`: {uri} has no text content to compare"
+                    ));
+                    return None;
+                };
                 Some(serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.into())))
             }
             Err(e) => {

@@ -164,6 +164,9 @@ impl Started {
     }
 
     async fn stop(mut self) {
+        // A process whose stdin discbench still holds (one reached over HTTP) is told
+        // to stop by its stdin closing first, as any other.
+        drop(self.child.stdin.take());
         stop(&mut self.child).await;
         if let (Some(w), Some(p)) = (reaper(), self.pgid) {
             w.forget(p);
@@ -201,30 +204,39 @@ impl LiveProcess {
         let tail = StderrTail::default();
         let t = tail.clone();
         let shown = launch.shown();
-        let r = hub().block_on(async move {
-            let mut started = Started::spawn(&launch, &t)?;
-            let out = started.child.stdout.take().expect("stdout is piped");
-            let mut lines = tokio::io::BufReader::new(out).lines();
-            let first = tokio::time::timeout(launch.timeout, lines.next_line()).await;
-            let url = match first {
-                Ok(Ok(Some(l)))
-                    if l.trim().starts_with("http://") || l.trim().starts_with("https://") =>
-                {
-                    l.trim().to_string()
-                }
-                Ok(Ok(Some(l))) => Err(format!(
-                    "`{shown}` printed {l:?} first, not the URL of its endpoint"
-                ))?,
-                Ok(_) => Err(format!("`{shown}` exited before it printed its URL"))?,
-                Err(_) => Err(format!(
-                    "`{shown}` printed no URL within {} s",
-                    launch.timeout.as_secs_f64()
-                ))?,
-            };
-            // Whatever it prints later is read and dropped, so that it never blocks.
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            Ok::<_, String>((started, url))
+        let timeout = launch.timeout;
+        let (tx, rx) = std_mpsc::channel();
+        // On the hub, waited for from here: callable from inside a runtime too.
+        hub().spawn(async move {
+            let r = async {
+                let mut started = Started::spawn(&launch, &t)?;
+                let out = started.child.stdout.take().expect("stdout is piped");
+                let mut lines = tokio::io::BufReader::new(out).lines();
+                let first = tokio::time::timeout(launch.timeout, lines.next_line()).await;
+                let url = match first {
+                    Ok(Ok(Some(l)))
+                        if l.trim().starts_with("http://") || l.trim().starts_with("https://") =>
+                    {
+                        l.trim().to_string()
+                    }
+                    Ok(Ok(Some(l))) => Err(format!(
+                        "`{shown}` printed {l:?} first, not the URL of its endpoint"
+                    ))?,
+                    Ok(_) => Err(format!("`{shown}` exited before it printed its URL"))?,
+                    Err(_) => Err(format!(
+                        "`{shown}` printed no URL within {} s",
+                        launch.timeout.as_secs_f64()
+                    ))?,
+                };
+                // Whatever it prints later is read and dropped, so that it never blocks.
+                tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+                Ok::<_, String>((started, url))
+            }
+            .await;
+            let _ = tx.send(r);
         });
+        let r = wait(|| rx.recv_timeout(timeout + Duration::from_secs(5)))
+            .unwrap_or_else(|_| Err("it did not start in time".to_string()));
         match r {
             Ok((started, url)) => Ok(LiveProcess {
                 started: Some(started),
@@ -243,7 +255,12 @@ impl LiveProcess {
     /// Stops it (stdin closed, SIGTERM, SIGKILL to its group) and waits.
     pub fn stop(mut self) {
         if let Some(s) = self.started.take() {
-            hub().block_on(s.stop());
+            let (tx, rx) = std_mpsc::channel();
+            hub().spawn(async move {
+                s.stop().await;
+                let _ = tx.send(());
+            });
+            let _ = wait(|| rx.recv());
         }
     }
 }
@@ -494,9 +511,17 @@ async fn answer<S: rmcp::service::Service<RoleClient>>(
                 Job::Call(name, args, reply) => {
                     let params = CallToolRequestParams::new(name).with_arguments(args);
                     let r = tokio::time::timeout(t, peer.call_tool(params)).await;
-                    let _ = reply.send(flatten(r, |res| {
-                        serde_json::to_value(res).unwrap_or(Value::Null)
-                    }));
+                    // A JSON-RPC error the server answers (invalid arguments, an unknown
+                    // tool) is its answer to the call, an error result; a transport that
+                    // failed or timed out is not.
+                    let r = match r {
+                        Ok(Err(rmcp::ServiceError::McpError(e))) => Ok(serde_json::json!({
+                            "content": [{"type": "text", "text": e.message}],
+                            "isError": true,
+                        })),
+                        r => flatten(r, |res| serde_json::to_value(res).unwrap_or(Value::Null)),
+                    };
+                    let _ = reply.send(r);
                 }
                 Job::Read(uri, reply) => {
                     let params = ReadResourceRequestParams::new(uri);

@@ -71,18 +71,23 @@ fn start() -> Option<Reaper> {
 #[cfg(unix)]
 fn start() -> Option<Reaper> {
     let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: pipe(2) into a two-int array.
-    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+    // The write end must not leak into the servers discbench starts, or the watcher
+    // would never see the end of file while one of them lives: close-on-exec from the
+    // start where the system can (another thread may spawn a process meanwhile).
+    // SAFETY: pipe2(2)/pipe(2) into a two-int array; fcntl on descriptors just made.
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return None;
     }
-    let (read_end, write_end) = (fds[0], fds[1]);
-    // The write end must not leak into the servers discbench starts, or the watcher
-    // would never see the end of file while one of them lives.
-    // SAFETY: fcntl on a descriptor just made.
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
     unsafe {
-        libc::fcntl(write_end, libc::F_SETFD, libc::FD_CLOEXEC);
-        libc::fcntl(read_end, libc::F_SETFD, libc::FD_CLOEXEC);
+        if libc::pipe(fds.as_mut_ptr()) != 0 {
+            return None;
+        }
+        libc::fcntl(fds[0], libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(fds[1], libc::F_SETFD, libc::FD_CLOEXEC);
     }
+    let (read_end, write_end) = (fds[0], fds[1]);
     // SAFETY: fork(2); the child runs `watch` alone, which calls only
     // async-signal-safe functions and never returns.
     let pid = unsafe { libc::fork() };
