@@ -265,15 +265,20 @@ fn need_bfcl(test: &str) -> Option<String> {
 }
 
 fn script(py: &str, args: &[&str]) {
+    script_named(py, "agreement.py", args)
+}
+
+/// Runs one of `scripts/bfcl/`'s scripts with `py`, from the repository's root.
+fn script_named(py: &str, name: &str, args: &[&str]) {
     let o = Command::new(py)
-        .arg(root().join("scripts/bfcl/agreement.py"))
+        .arg(root().join("scripts/bfcl").join(name))
         .args(args)
         .current_dir(root())
         .output()
         .unwrap();
     assert!(
         o.status.success(),
-        "agreement.py {args:?} failed: {}",
+        "{name} {args:?} failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
 }
@@ -606,19 +611,7 @@ fn multi_turn_verdicts_agree_with_bfcls_checker() {
     };
     let out = tmp("bfcl-multi-agree");
     let dir = out.to_str().unwrap();
-    let run_script = |args: &[&str]| {
-        let o = Command::new(&py)
-            .arg(root().join("scripts/bfcl/multi_turn_agreement.py"))
-            .args(args)
-            .current_dir(root())
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    };
+    let run_script = |args: &[&str]| script_named(&py, "multi_turn_agreement.py", args);
     run_script(&["generate", "installed", dir, "--every", "20"]);
     let data = out.join("data");
     run_script(&["check", data.to_str().unwrap(), dir]);

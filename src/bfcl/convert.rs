@@ -141,13 +141,12 @@ pub fn read_lines(path: &Path) -> Result<Vec<Value>, ConvertError> {
         .collect()
 }
 
-/// Converts one category of a BFCL data directory (questions in `BFCL_v*_<cat>.json`,
-/// answers in `possible_answer/` beside them; irrelevance categories have none).
-pub fn convert_category(
+/// The questions of `category` in a BFCL data directory: their file, its name (the
+/// answers' file has the same one under `possible_answer/`), and its lines.
+pub(crate) fn questions_of(
     dir: &Path,
     category: &str,
-    source: &str,
-) -> Result<Converted, ConvertError> {
+) -> Result<(PathBuf, String, Vec<Value>), ConvertError> {
     let qfile = find_file(dir, category)?;
     let file = qfile
         .file_name()
@@ -155,6 +154,17 @@ pub fn convert_category(
         .unwrap_or_default()
         .to_string();
     let questions = read_lines(&qfile)?;
+    Ok((qfile, file, questions))
+}
+
+/// Converts one category of a BFCL data directory (questions in `BFCL_v*_<cat>.json`,
+/// answers in `possible_answer/` beside them; irrelevance categories have none).
+pub fn convert_category(
+    dir: &Path,
+    category: &str,
+    source: &str,
+) -> Result<Converted, ConvertError> {
+    let (qfile, file, questions) = questions_of(dir, category)?;
     let no_call = category.contains("irrelevance");
     let answers: BTreeMap<String, Value> = if no_call {
         BTreeMap::new()

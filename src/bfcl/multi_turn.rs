@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::convert::{find_file, read_lines, tool_with, ConvertError, Excluded};
+use super::convert::{questions_of, read_lines, tool_with, ConvertError, Excluded};
 use super::pycall::parse_call;
 
 /// The multi-turn categories.
@@ -85,13 +85,7 @@ pub fn convert_multi_turn(
     source: &str,
     python: &str,
 ) -> Result<MultiConverted, ConvertError> {
-    let qfile = find_file(dir, category)?;
-    let file = qfile
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_string();
-    let questions = read_lines(&qfile)?;
+    let (qfile, file, questions) = questions_of(dir, category)?;
     let answers: BTreeMap<String, Value> = read_lines(&dir.join("possible_answer").join(&file))?
         .into_iter()
         .filter_map(|a| Some((a.get("id")?.as_str()?.to_string(), a)))

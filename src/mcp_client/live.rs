@@ -25,13 +25,13 @@ use rmcp::model::{
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt;
 use serde_json::{Map, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt};
+use tokio::io::AsyncBufReadExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
 use super::http::HttpTransport;
 use super::reaper::reaper;
-use super::stdio::{stop, StderrTail};
+use super::stdio::{drain_stderr, stop, StderrTail};
 
 /// The runtime every live session and started server runs on.
 fn hub() -> &'static tokio::runtime::Runtime {
@@ -143,19 +143,7 @@ impl Started {
         if let (Some(w), Some(p)) = (reaper(), pgid) {
             w.watch(p);
         }
-        let stderr_task = {
-            let mut err = child.stderr.take().expect("stderr is piped");
-            let tail = tail.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = err.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tail.push(&buf[..n]);
-                }
-            })
-        };
+        let stderr_task = drain_stderr(&mut child, tail);
         Ok(Started {
             child,
             pgid,

@@ -90,6 +90,22 @@ impl StderrTail {
     }
 }
 
+/// Reads what a child writes to stderr into `tail` until it closes, so that the pipe
+/// never fills (the child's stderr must be piped).
+pub(crate) fn drain_stderr(child: &mut Child, tail: &StderrTail) -> tokio::task::JoinHandle<()> {
+    let mut err = child.stderr.take().expect("stderr is piped");
+    let tail = tail.clone();
+    tokio::spawn(async move {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = err.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            tail.push(&buf[..n]);
+        }
+    })
+}
+
 /// Starts `command` with `args`, lists what it offers, and stops it; the whole of it
 /// within `timeout`.
 pub async fn capture(
@@ -116,19 +132,7 @@ pub async fn capture(
         source,
     })?;
     let tail = StderrTail::default();
-    let stderr_task = {
-        let mut err = child.stderr.take().expect("stderr is piped");
-        let tail = tail.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                tail.push(&buf[..n]);
-            }
-        })
-    };
+    let stderr_task = drain_stderr(&mut child, &tail);
     let sent: Log = Default::default();
     let received: Log = Default::default();
     let reader = Tee {
