@@ -4,7 +4,7 @@
 //! ([`default_compare`]) — numbers by value, lists and objects element by element. Used
 //! by scoring and by fixture responses that answer only some argument values.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -450,9 +450,37 @@ fn list_check(given: &[Value], answers: &[Value]) -> bool {
         .any(|o| o.len() == given.len() && o.iter().zip(&given).all(|(x, y)| py_eq(x, y)))
 }
 
+/// Compiled schemas, by their JSON text: a run checks every call against its tool's
+/// schema, and compiling one costs more than the check. Bounded: emptied when full.
+static VALIDATORS: std::sync::OnceLock<std::sync::Mutex<HashMap<String, Compiled>>> =
+    std::sync::OnceLock::new();
+
+/// A compiled schema, or why it does not compile.
+type Compiled = Result<std::sync::Arc<jsonschema::Validator>, String>;
+
+/// Schemas the compiled-schema cache holds at most.
+const VALIDATORS_HELD: usize = 4_096;
+
+fn validator(schema: &Value) -> Compiled {
+    let key = schema.to_string();
+    let cache = VALIDATORS.get_or_init(Default::default);
+    if let Some(v) = cache.lock().expect("validator cache").get(&key) {
+        return v.clone();
+    }
+    let v = jsonschema::validator_for(schema)
+        .map(std::sync::Arc::new)
+        .map_err(|e| e.to_string());
+    let mut held = cache.lock().expect("validator cache");
+    if held.len() >= VALIDATORS_HELD {
+        held.clear();
+    }
+    held.insert(key, v.clone());
+    v
+}
+
 /// JSON Schema violations of `instance`, as readable strings.
 pub fn schema_errors(schema: &Value, instance: &Value) -> Vec<String> {
-    match jsonschema::validator_for(schema) {
+    match validator(schema) {
         Ok(v) => v
             .iter_errors(instance)
             .map(|e| {

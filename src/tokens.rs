@@ -5,7 +5,10 @@
 //! message contents, and tool-call names and argument texts. Providers add a few
 //! framing tokens per message and render function definitions their own way; those
 //! are not modelled, so counts are exact for the shown text and an approximation of a
-//! provider's bill (see the README). Each distinct string is encoded once per counter.
+//! provider's bill (see the README). Each distinct string is encoded once per counter,
+//! and a long text line by line where that is exact ([`segments`]): a request that
+//! differs from another in one line (a selection request's query inside the whole
+//! catalog, a grown history) costs the encoding of that line alone.
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -67,8 +70,68 @@ pub struct Counter {
 /// one; when the young one is full, it becomes the old one and the old one is dropped.
 #[derive(Default)]
 struct Memo {
-    young: HashMap<String, usize>,
-    old: HashMap<String, usize>,
+    young: HashMap<String, usize, Hasher>,
+    old: HashMap<String, usize, Hasher>,
+}
+
+/// The memo's hasher: a fast one (its keys are our own texts, not an adversary's).
+type Hasher = foldhash::fast::FixedState;
+
+/// Texts shorter than this are counted whole; longer ones piece by piece.
+const SEGMENTED_FROM: usize = 256;
+
+/// Whether a text can be cut before byte `i` (see [`segments`]).
+///
+/// - `\n` then an ASCII letter or digit: the alternatives that take a line feed
+///   (`\s*[\r\n]+`, punctuation followed by `[\r\n/]*`, whitespace) take no letter
+///   or digit after it, and those that start with an optional non-letter before
+///   letters exclude line feeds from it.
+/// - a letter (the `n` of an escaped `\n`) then ASCII punctuation other than `'`:
+///   letters continue only with letters, marks or a contraction (`'s`, `'t`, ...),
+///   and punctuation never joins a run of letters but as the first character of a
+///   match.
+fn cuts(b: &[u8], i: usize) -> bool {
+    (b[i - 1] == b'\n' && b[i].is_ascii_alphanumeric())
+        || (i >= 2
+            && b[i - 2] == b'\\'
+            && b[i - 1] == b'n'
+            && b[i].is_ascii_punctuation()
+            && b[i] != b'\'')
+}
+
+/// The pieces of `text` whose token counts add up to the count of the whole, for
+/// both encodings discbench counts with. tiktoken splits a text with a regular
+/// expression and encodes each match on its own; the expressions (o200k_base,
+/// cl100k_base) look ahead but never behind, so where no match can span a cut, the
+/// text after it is split as it would be on its own, and so is the text before it.
+/// Two kinds of cut, each where no alternative of either expression can match across
+/// (see [`cuts`]): after a line feed followed by an ASCII letter or digit (a line
+/// of a prompt), and after the escaped line feed `\n` of a JSON string followed by
+/// ASCII punctuation (a line of a list inside a tool definition's description).
+/// `segments_add_up_to_the_whole` checks both on generated texts.
+pub fn segments(text: &str) -> impl Iterator<Item = &str> {
+    let b = text.as_bytes();
+    // Cuts follow a line feed or an `n` after a backslash: only those two bytes are
+    // looked at, found with memchr.
+    let mut at = memchr::memchr2_iter(b'\n', b'\\', b);
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= b.len() {
+            return None;
+        }
+        for p in at.by_ref() {
+            // The byte after a line feed, or the byte after the `n` of `\n`.
+            let i = if b[p] == b'\n' { p + 1 } else { p + 2 };
+            if i > start && i < b.len() && cuts(b, i) {
+                let piece = &text[start..i];
+                start = i;
+                return Some(piece);
+            }
+        }
+        let piece = &text[start..];
+        start = b.len();
+        Some(piece)
+    })
 }
 
 impl Memo {
@@ -115,12 +178,39 @@ impl Counter {
         if text.is_empty() {
             return 0;
         }
-        if let Some(n) = self.memo.lock().expect("memo lock").get(text) {
+        if text.len() < SEGMENTED_FROM {
+            if let Some(n) = self.memo.lock().expect("memo lock").get(text) {
+                return n;
+            }
+            let n = self.bpe.encode_ordinary(text).len();
+            self.memo.lock().expect("memo lock").insert(text, n);
             return n;
         }
-        let n = self.bpe.encode_ordinary(text).len();
-        self.memo.lock().expect("memo lock").insert(text, n);
-        n
+        // Each piece from the memo, or encoded (outside the lock) and remembered.
+        let mut total = 0;
+        let mut missing = Vec::new();
+        {
+            let mut memo = self.memo.lock().expect("memo lock");
+            for piece in segments(text) {
+                match memo.get(piece) {
+                    Some(n) => total += n,
+                    None => missing.push(piece),
+                }
+            }
+        }
+        if missing.is_empty() {
+            return total;
+        }
+        let counted: Vec<usize> = missing
+            .iter()
+            .map(|p| self.bpe.encode_ordinary(p).len())
+            .collect();
+        let mut memo = self.memo.lock().expect("memo lock");
+        for (p, n) in missing.iter().zip(&counted) {
+            memo.insert(p, *n);
+            total += n;
+        }
+        total
     }
 
     /// How many strings the memo holds now (at most two generations).
@@ -222,5 +312,59 @@ mod tests {
         assert!(c.memo_len() <= 2 * MEMO_GENERATION, "{}", c.memo_len());
         assert_eq!(c.count(keep), want);
         assert_eq!(c.count("result 7"), c.count_uncached("result 7"));
+    }
+
+    /// Texts made of the characters where tiktoken's splitting is delicate: line
+    /// feeds and carriage returns, spaces and tabs, letters of both cases, digits,
+    /// punctuation, apostrophes (contractions), `/` (taken after punctuation), a
+    /// non-ASCII letter and a combining mark.
+    fn delicate_text(seed: u64, len: usize) -> String {
+        const ALPHABET: &[&str] = &[
+            "\n", "\n", "\n", "\r", " ", " ", "\t", "a", "Z", "q", "7", "42", "1234", ":", "-",
+            "{", "\"", "'s", "'", "/", ".", "é", "\u{301}", "漢", "Ab", "the", "\n\n", "\\n",
+            "\\n- ", "\\", "n", "\\n'", "\\n\\n",
+        ];
+        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let mut s = String::new();
+        for _ in 0..len {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            s.push_str(ALPHABET[(x >> 33) as usize % ALPHABET.len()]);
+        }
+        s
+    }
+
+    #[test]
+    fn segments_add_up_to_the_whole() {
+        for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let c = Counter::new(enc);
+            for seed in 0..400 {
+                let text = delicate_text(seed, 40 + (seed as usize % 7) * 60);
+                let pieces: Vec<&str> = segments(&text).collect();
+                assert_eq!(pieces.concat(), text);
+                let sum: usize = pieces.iter().map(|p| c.count_uncached(p)).sum();
+                assert_eq!(sum, c.count_uncached(&text), "{enc:?} {text:?}");
+                assert_eq!(c.count(&text), c.count_uncached(&text));
+            }
+        }
+        // A cut is made only before an ASCII letter or digit after a line feed.
+        let cut: Vec<&str> = segments("a:\nb\n c\n\nd\n-e\n9").collect();
+        assert_eq!(cut, ["a:\n", "b\n c\n\n", "d\n-e\n", "9"]);
+        // ... and after an escaped line feed before punctuation other than `'`.
+        let cut: Vec<&str> = segments(r"x:\n- a\nb\n'c\n\n- d").collect();
+        assert_eq!(cut, [r"x:\n", r"- a\nb\n'c\n", r"\n", r"- d"]);
+    }
+
+    #[test]
+    fn a_text_that_differs_in_one_line_is_counted_exactly() {
+        let c = Counter::new(Encoding::O200kBase);
+        let lines: String = (0..200)
+            .map(|i| format!("tool_{i}: does thing number {i} for you.\n"))
+            .collect();
+        for q in ["find the weather", "book a flight tomorrow", "x"] {
+            let text = format!("Request: {q}\n\nTools:\n{lines}Reply with JSON.");
+            assert_eq!(c.count(&text), c.count_uncached(&text));
+        }
     }
 }

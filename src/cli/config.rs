@@ -112,6 +112,11 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         scenarios = swept(scenarios, spec)?;
     }
     let templates = Arc::new(templates);
+    // With the user's templates, every scenario is rendered under every mode now, so
+    // that a template that fails to render is bad input found before a run directory
+    // is made. The built-in ones render every scenario of the suite under every preset
+    // in the tests; a run renders each scenario × mode's first view while its plan is
+    // built anyway, and reports the same error there.
     for sc in &scenarios {
         for m in &modes {
             let ran = m.with_overrides(&sc.agent.modes);
@@ -121,6 +126,9 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
                     "scenario `{}`: its agent.modes runs mode `{}` as `{label}` (a scenario's settings win over --mode, as in FIM One); every report names it `{label}`",
                     sc.name, m.label
                 );
+            }
+            if c.templates.is_none() {
+                continue;
             }
             Composite::new(
                 &sc.catalog,

@@ -351,6 +351,7 @@ impl Episode<'_> {
             if now != visible_before {
                 conv.first_tools = now;
                 conv.joined_at.clear();
+                conv.joined_epoch += 1;
             }
         }
         conv.messages.push(Message::User {
@@ -464,11 +465,19 @@ impl Episode<'_> {
                     Some(text.to_string()),
                 ));
             }
+            // Each message as sent, hashed and counted once: the history only grows
+            // (and a name map renames each message alike whenever it is sent), so a
+            // request costs the counting of what joined it, not of the whole history.
+            for m in &counted.messages[conv.sent.len()..] {
+                let n = c.message(m);
+                conv.sent.push((hash_value(m), n));
+                conv.sent_tokens += n;
+            }
             // The whole request, as `Counter::context` counts it, with the mode's
             // fixed texts taken from the unit.
             let req = unit.system_tokens
                 + counted.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
-                + counted.messages.iter().map(|m| c.message(m)).sum::<usize>();
+                + conv.sent_tokens;
             if request == 1 {
                 conv.ledger.first_request = req;
                 conv.first_tools = counted.tools.iter().map(|t| t.name.clone()).collect();
@@ -477,7 +486,9 @@ impl Episode<'_> {
                 turn_first = req;
             }
             turn_peak = turn_peak.max(req);
-            let pieces = {
+            // The head of the request (the tool list before the history, the system
+            // prompt), piece by piece.
+            let head = {
                 let piece = |text: &str, n: usize| (hash_of(text), n);
                 let mut p: Vec<(u64, usize)> = Vec::new();
                 let mut later: Vec<(u64, usize)> = Vec::new();
@@ -497,22 +508,17 @@ impl Episode<'_> {
                     }
                 }
                 p.push(piece(&counted.system, unit.system_tokens));
-                for (i, m) in counted.messages.iter().enumerate() {
-                    p.push((hash_value(m), c.message(m)));
-                    for (_, defs) in conv.joined_at.iter().filter(|(at, _)| *at == i + 1) {
-                        p.extend(defs.iter().copied());
-                    }
-                }
                 p
             };
             // The longest prefix an earlier request of the conversation sent too: the
             // previous one's, unless the tool list or system prompt went back to what
             // an earlier request sent (a selection step's pick at a later turn), whose
-            // prefix a provider's cache still holds.
+            // prefix a provider's cache still holds. Pieces are chained hashes, so a
+            // chain an earlier request sent means every piece before it was sent too.
             let mut cached = 0;
             let (mut chain, mut tokens) = (0u64, 0usize);
-            let mut chains = Vec::with_capacity(pieces.len());
-            for (h, n) in &pieces {
+            let mut chains = Vec::new();
+            for (h, n) in &head {
                 chain = hash_value(&(chain, *h));
                 tokens += n;
                 if conv.prefixes.contains(&chain) {
@@ -520,6 +526,40 @@ impl Episode<'_> {
                 }
                 chains.push(chain);
             }
+            // The history after the same head as the walk of the request before: the
+            // messages (and definitions joined in place) that request walked are sent
+            // again as they were, so the walk goes on from where it stopped, and all of
+            // it is a prefix sent before. The history only grows, and definitions join
+            // after its last message, so nothing it walked can have changed.
+            let head_chain = (chain, conv.joined_epoch);
+            let mut from = 0;
+            if conv.walk.head == Some(head_chain) {
+                from = conv.walk.messages;
+                chain = conv.walk.chain;
+                tokens = conv.walk.tokens;
+                cached = tokens;
+            }
+            let mut rest: Vec<(u64, usize)> = Vec::new();
+            for i in from..counted.messages.len() {
+                rest.push(conv.sent[i]);
+                for (_, defs) in conv.joined_at.iter().filter(|(at, _)| *at == i + 1) {
+                    rest.extend(defs.iter().copied());
+                }
+            }
+            for (h, n) in rest {
+                chain = hash_value(&(chain, h));
+                tokens += n;
+                if conv.prefixes.contains(&chain) {
+                    cached = tokens;
+                }
+                chains.push(chain);
+            }
+            conv.walk = Walk {
+                head: Some(head_chain),
+                messages: counted.messages.len(),
+                chain,
+                tokens,
+            };
             conv.prefixes.extend(chains);
             conv.cached_total += cached;
             conv.ledger.billed_input += req;
@@ -861,11 +901,30 @@ struct Conversation {
     /// Every prefix an earlier request sent, as a chain of piece hashes.
     prefixes: std::collections::HashSet<u64>,
     joined_at: Vec<(usize, Vec<(u64, usize)>)>,
+    /// How many times `joined_at` was emptied (a walk is continued only in the same).
+    joined_epoch: usize,
+    /// Each message of `messages` as last sent: its piece hash and its tokens.
+    sent: Vec<(u64, usize)>,
+    /// The tokens of `sent`, summed.
+    sent_tokens: usize,
+    /// Where the cache prediction's walk of the previous request stopped.
+    walk: Walk,
     cached_total: usize,
     cached_per_request: Vec<usize>,
     /// The system prompt's tokens as last sent (it grows at a turn whose `adds` add
     /// stubs).
     system_sent: usize,
+}
+
+/// The end of a request's walk over its pieces: the head it started from (its chain
+/// and the `joined_at` epoch), how many messages it walked, and the chain and tokens
+/// at its end.
+#[derive(Default)]
+struct Walk {
+    head: Option<(u64, usize)>,
+    messages: usize,
+    chain: u64,
+    tokens: usize,
 }
 
 /// One turn answered.

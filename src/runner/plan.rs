@@ -178,6 +178,8 @@ impl Plan {
         let mut runs = Vec::new();
         let mut units = Vec::new();
         let mut items = Vec::new();
+        // (unit, whether it is kept, its scenario's name): the units rendered now.
+        let mut eager: Vec<(usize, bool, String)> = Vec::new();
         for (s, sc) in scenarios.iter().enumerate() {
             let databases =
                 Databases::build_with(&sc.catalog, cfg.protocol.sql).map_err(|source| {
@@ -269,16 +271,10 @@ impl Plan {
                         held: Mutex::default(),
                     };
                     // The first view always, and every view when the templates are
-                    // the user's: rendered now, so a broken template is an error here.
+                    // the user's: rendered before anything runs, so a broken template
+                    // is an error here.
                     if v == 0 || cfg.templates_dir.is_some() {
-                        let unit = slot.render(counter).map_err(|source| PlanError::Template {
-                            scenario: sc.name.clone(),
-                            mode: requested.label.clone(),
-                            source,
-                        })?;
-                        if v == 0 {
-                            slot.held.lock().expect("unit slot lock").unit = Some(Arc::new(unit));
-                        }
+                        eager.push((units.len(), v == 0, sc.name.clone()));
                     }
                     units.push(slot);
                 }
@@ -308,6 +304,7 @@ impl Plan {
                 }
             }
         }
+        render_eagerly(&units, &eager, counter)?;
         let plan = Plan {
             scenarios: runs,
             units,
@@ -358,6 +355,50 @@ impl Plan {
     /// The plan as `run.json` records it.
     pub fn record(&self) -> PlanRecord {
         PlanRecord::new(self.keys())
+    }
+}
+
+/// Renders the units `eager` lists, on every core (they are independent, and a
+/// large suite has hundreds), keeping those marked to keep; the first failure in
+/// plan order is the error.
+fn render_eagerly(
+    units: &[UnitSlot],
+    eager: &[(usize, bool, String)],
+    counter: &Counter,
+) -> Result<(), PlanError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(eager.len().max(1));
+    let failures: Mutex<Vec<(usize, crate::strategy::TemplateError)>> = Mutex::default();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((u, keep, _)) = eager.get(i) else {
+                    break;
+                };
+                match units[*u].render(counter) {
+                    Ok(unit) if *keep => {
+                        units[*u].held.lock().expect("unit slot lock").unit = Some(Arc::new(unit));
+                    }
+                    Ok(_) => {}
+                    Err(e) => failures.lock().expect("failures lock").push((i, e)),
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().expect("failures lock");
+    match failures.into_iter().min_by_key(|(i, _)| *i) {
+        None => Ok(()),
+        Some((i, source)) => {
+            let (u, _, scenario) = &eager[i];
+            Err(PlanError::Template {
+                scenario: scenario.clone(),
+                mode: units[*u].mode_label.clone(),
+                source,
+            })
+        }
     }
 }
 
