@@ -19,15 +19,21 @@ fn hub() -> Scenario {
     scenario::load(Path::new("scenarios/enterprise-hub.yaml")).unwrap()
 }
 
-fn pool() -> Pool {
-    sweep::load_pool(&[PathBuf::from(sweep::DEFAULT_POOL)]).unwrap()
+/// The default pool, read once for every test of this binary (139 captures).
+fn pool() -> &'static Pool {
+    static POOL: std::sync::OnceLock<Pool> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| sweep::load_pool(&default_pool()).unwrap())
+}
+
+fn default_pool() -> Vec<PathBuf> {
+    sweep::DEFAULT_POOL.iter().map(PathBuf::from).collect()
 }
 
 fn spec(sizes: &[usize], seed: u64, near: bool) -> SweepSpec {
     SweepSpec {
         sizes: sizes.to_vec(),
         seed,
-        pool: vec![PathBuf::from(sweep::DEFAULT_POOL)],
+        pool: default_pool(),
         near_duplicates: near,
     }
 }
@@ -40,7 +46,7 @@ fn addresses(c: &Catalog) -> HashSet<Address> {
 fn each_query_gets_its_needs_and_distractors_up_to_the_size_nested_across_sizes() {
     let base = hub();
     let sizes = [10, 30, 100, 300];
-    let (points, notes) = sweep::sweep(&base, &pool(), &spec(&sizes, 7, false)).unwrap();
+    let (points, notes) = sweep::sweep(&base, pool(), &spec(&sizes, 7, false)).unwrap();
     assert_eq!(points.len(), sizes.len());
     assert!(notes.available > 300, "{}", notes.available);
     for (p, &n) in points.iter().zip(&sizes) {
@@ -85,7 +91,7 @@ fn each_query_gets_its_needs_and_distractors_up_to_the_size_nested_across_sizes(
 fn colliding_pool_servers_are_renamed_and_copies_left_out() {
     let p = pool();
     let reference = scenario::load(Path::new("scenarios/mcp-reference.yaml")).unwrap();
-    let (points, notes) = sweep::sweep(&reference, &p, &spec(&[40], 1, false)).unwrap();
+    let (points, notes) = sweep::sweep(&reference, p, &spec(&[40], 1, false)).unwrap();
     let included: usize = reference
         .catalog
         .mcp_servers
@@ -114,7 +120,7 @@ fn colliding_pool_servers_are_renamed_and_copies_left_out() {
     )
     .unwrap();
     let own = scenario::load(&dir.path().join("s.yaml")).unwrap();
-    let (points, notes) = sweep::sweep(&own, &p, &spec(&[5], 1, false)).unwrap();
+    let (points, notes) = sweep::sweep(&own, p, &spec(&[5], 1, false)).unwrap();
     assert_eq!(
         notes.renamed,
         [(
@@ -131,12 +137,90 @@ fn colliding_pool_servers_are_renamed_and_copies_left_out() {
     assert!(names.contains(&"mcp-server-time") && names.contains(&"mcp-server-time-2"));
 }
 
+/// The default pool is the committed captures and the registry pool, whose captures
+/// are read through gzip: 11,887 distinct tools (`scripts/pool/count.py` counts them
+/// independently), copies by name, description and schema (key order aside) left out.
+#[test]
+fn the_default_pool_reads_compressed_captures_and_holds_11887_distinct_tools() {
+    let p = pool();
+    let gz = p
+        .sources
+        .keys()
+        .filter(|f| f.to_string_lossy().ends_with(".tools.json.gz"))
+        .count();
+    assert_eq!((p.servers.len(), gz), (54 + 85, 85));
+    let listed: usize = p.servers.iter().map(|s| s.tools.len()).sum();
+    assert_eq!(listed, 1_990 + 10_288);
+    // A scenario with no MCP tool of its own: every pool tool is a distractor once.
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("s.yaml");
+    std::fs::write(
+        &own,
+        "name: s\ncatalog:\n  mcp_servers:\n    - name: clock\n      tools:\n        - { name: now, description: The local time., inputSchema: { type: object } }\nqueries:\n  - { id: q, text: what time is it, expect: { calls: [mcp:clock/now] } }\n",
+    )
+    .unwrap();
+    let own = scenario::load(&own).unwrap();
+    let (_, notes) = sweep::sweep(&own, p, &spec(&[1], 1, false)).unwrap();
+    assert_eq!(notes.available, 1 + 11_887);
+    assert_eq!(notes.duplicates, 1_990 + 10_288 - 11_887);
+
+    // A compressed capture reads as its text does; a schema whose keys are in another
+    // order is the same tool.
+    let plain = Path::new("fixtures/catalogs/mcp-server-time.tools.json");
+    let text = std::fs::read_to_string(plain).unwrap();
+    let gz_path = dir.path().join("time.tools.json.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, text.as_bytes()).unwrap();
+    std::fs::write(&gz_path, enc.finish().unwrap()).unwrap();
+    let mut reordered: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for t in reordered["tools"].as_array_mut().unwrap() {
+        let schema = t["inputSchema"].as_object().unwrap();
+        let flipped: serde_json::Map<String, serde_json::Value> = schema
+            .iter()
+            .rev()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_ne!(
+            serde_json::to_string(&flipped).unwrap(),
+            serde_json::to_string(schema).unwrap()
+        );
+        t["inputSchema"] = serde_json::Value::Object(flipped);
+    }
+    let flipped_path = dir.path().join("flipped.tools.json");
+    std::fs::write(&flipped_path, reordered.to_string()).unwrap();
+    let small = sweep::load_pool(&[dir.path().to_path_buf()]).unwrap();
+    let names: Vec<&str> = small.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["flipped", "time"]);
+    let from_gz = &small.servers[1];
+    let direct = sweep::load_pool(&[plain.to_path_buf()]).unwrap();
+    assert_eq!(from_gz.tools.len(), direct.servers[0].tools.len());
+    for (a, b) in from_gz.tools.iter().zip(&direct.servers[0].tools) {
+        assert_eq!(
+            (&a.name, &a.description, &*a.input_schema),
+            (&b.name, &b.description, &*b.input_schema)
+        );
+    }
+    let (_, notes) = sweep::sweep(&own, &small, &spec(&[1], 1, false)).unwrap();
+    assert_eq!(notes.duplicates, from_gz.tools.len());
+
+    // A file that is not gzip is an error naming it.
+    std::fs::write(dir.path().join("broken.tools.json.gz"), "not gzip").unwrap();
+    let err = sweep::load_pool(&[dir.path().to_path_buf()])
+        .err()
+        .expect("a broken capture is refused")
+        .to_string();
+    assert!(
+        err.contains("broken.tools.json.gz") && err.contains("gzip"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_seed_fixes_the_draw() {
     let base = hub();
     let p = pool();
     let cat = |seed| {
-        let (points, _) = sweep::sweep(&base, &p, &spec(&[30], seed, false)).unwrap();
+        let (points, _) = sweep::sweep(&base, p, &spec(&[30], seed, false)).unwrap();
         points[0]
             .queries
             .iter()
@@ -172,7 +256,7 @@ fn near_duplicates_draw_the_tools_closest_to_what_a_query_needs() {
         })
         .expect("a query that opens a GitHub issue");
     let mcp_tools = |near| {
-        let (points, _) = sweep::sweep(&base, &p, &spec(&[20], 1, near)).unwrap();
+        let (points, _) = sweep::sweep(&base, p, &spec(&[20], 1, near)).unwrap();
         let c = points[0].queries[q].catalog.clone().unwrap();
         c.addresses()
             .into_iter()
@@ -195,7 +279,7 @@ fn the_oracle_reaches_every_expectation_at_every_size() {
     use discbench::tokens::{Counter, Encoding};
     use std::sync::Arc;
     let base = scenario::load(Path::new("scenarios/mcp-reference.yaml")).unwrap();
-    let (points, _) = sweep::sweep(&base, &pool(), &spec(&[10, 100], 5, false)).unwrap();
+    let (points, _) = sweep::sweep(&base, pool(), &spec(&[10, 100], 5, false)).unwrap();
     let counter = Counter::new(Encoding::O200kBase);
     let oracle = discbench::model::build("oracle").unwrap();
     let mut failures = Vec::new();
@@ -369,4 +453,58 @@ fn a_sweep_is_one_run_that_resumes_shards_merges_and_draws_its_curves() {
     ok(&o);
     let merged_summary = std::fs::read_to_string(merged.join("summary.json")).unwrap();
     assert_eq!(merged_summary, summary);
+}
+
+/// A sweep's work items start view by view: the items of one unit (every model of one
+/// query's view) next to each other, so a view is let go once both models ran it.
+#[test]
+fn a_sweeps_items_start_view_by_view() {
+    use discbench::runner::{Plan, RunConfig};
+    use discbench::strategy::{Mode, ProtocolConfig, Templates};
+    use discbench::tokens::{Counter, Encoding};
+    use std::sync::Arc;
+    let base = hub();
+    let (points, _) = sweep::sweep(&base, pool(), &spec(&[10, 30], 2, false)).unwrap();
+    let cfg = RunConfig {
+        run_id: "t".into(),
+        scenario_paths: Vec::new(),
+        modes: vec![
+            Mode::parse("progressive").unwrap(),
+            Mode::parse("tool-search").unwrap(),
+        ],
+        models: vec!["oracle".into(), "lexical".into()],
+        repeat: 1,
+        max_requests: 10,
+        protocol: ProtocolConfig::default(),
+        templates: Arc::new(Templates::builtin()),
+        templates_dir: None,
+    };
+    let counter = Counter::new(Encoding::O200kBase);
+    let plan = Plan::build(&points, &cfg, &counter).unwrap();
+    let mut todo: Vec<usize> = (0..plan.items.len()).collect();
+    // Where each unit's items stand in a start order: (first, last, models seen).
+    let spans = |todo: &[usize]| {
+        let mut spans: std::collections::BTreeMap<usize, (usize, usize, Vec<usize>)> =
+            Default::default();
+        for (at, &i) in todo.iter().enumerate() {
+            let e = spans
+                .entry(plan.items[i].unit)
+                .or_insert((at, at, Vec::new()));
+            e.1 = at;
+            e.2.push(plan.items[i].model);
+        }
+        spans
+    };
+    // In plan order a unit's two models are a whole mode's pass apart.
+    let (first, last, _) = spans(&todo)[&plan.items[0].unit].clone();
+    assert!(last - first > base.queries.len() / 2, "{first}..{last}");
+    plan.view_order(&mut todo);
+    let mut sorted = todo.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..plan.items.len()).collect::<Vec<_>>());
+    for (unit, (first, last, models)) in spans(&todo) {
+        // Contiguous: as many positions as items, and both models among them.
+        assert_eq!(last - first + 1, models.len(), "unit {unit}");
+        assert!(models.contains(&0) && models.contains(&1), "unit {unit}");
+    }
 }

@@ -58,8 +58,9 @@ pub struct SweepArgs {
     /// Catalog sizes: callable addresses in each query's catalog, e.g. 10,30,100,300,1000
     #[arg(long, value_name = "N,N,…", required_unless_present = "resume")]
     pub sizes: Option<String>,
-    /// Real MCP captures (`*.tools.json` files, or directories of them) to draw
-    /// distractors from; repeatable [default: fixtures/catalogs]
+    /// Real MCP captures (`*.tools.json` or `*.tools.json.gz` files, or directories of
+    /// them) to draw distractors from; repeatable [default: fixtures/catalogs and
+    /// fixtures/pool]
     #[arg(long, value_name = "FILE|DIR")]
     pub pool: Vec<PathBuf>,
     /// Draw the distractors closest (BM25 on name and description) to the tools each

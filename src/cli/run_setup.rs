@@ -78,9 +78,10 @@ pub fn sweep_run(a: SweepArgs) -> Result<RunArgs, Failure> {
             sizes,
             seed: run_args.endpoints.seed.map_or(0, |s| s as u64),
             pool: if a.pool.is_empty() {
-                vec![std::path::PathBuf::from(
-                    crate::scenario::sweep::DEFAULT_POOL,
-                )]
+                crate::scenario::sweep::DEFAULT_POOL
+                    .iter()
+                    .map(std::path::PathBuf::from)
+                    .collect()
             } else {
                 a.pool
             },
@@ -412,11 +413,17 @@ fn build(
 }
 
 /// The plan items of this shard (all without one), as indices.
-fn shard_items(plan: &Plan, shard: Option<Shard>) -> Vec<usize> {
-    match shard {
+/// The work items this run (or shard) does, in the order they start: a sweep's
+/// grouped by view ([`Plan::view_order`]).
+fn shard_items(plan: &Plan, shard: Option<Shard>, sweep: bool) -> Vec<usize> {
+    let mut todo = match shard {
         Some(s) => s.select(&plan.keys()),
         None => (0..plan.items.len()).collect(),
+    };
+    if sweep {
+        plan.view_order(&mut todo);
     }
+    todo
 }
 
 fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
@@ -465,7 +472,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
     if specs != manifest.settings.models {
         manifest.settings.model_specs = specs;
     }
-    let todo = shard_items(&plan, shard);
+    let todo = shard_items(&plan, shard, manifest.settings.sweep.is_some());
     Ok(Ready {
         plan,
         manifest,
@@ -583,7 +590,7 @@ fn resume(a: &RunArgs, dir: &Path, shard: Option<Shard>) -> Result<(Ready, Repai
         .map_err(report_failure)?;
         repair.torn = Some(stats);
     }
-    let mine = shard_items(&plan, recorded.shard);
+    let mine = shard_items(&plan, recorded.shard, recorded.settings.sweep.is_some());
     let planned: HashSet<&OutcomeKey> = mine.iter().map(|&i| &plan.items[i].key).collect();
     if let Some(stray) = done.iter().find(|k| !planned.contains(k)) {
         return Err(Failure::Usage(format!(

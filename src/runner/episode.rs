@@ -380,15 +380,9 @@ impl Episode<'_> {
             let counted = sent.as_ref().unwrap_or(&cx);
             let mut entered = Vec::new();
             // A tool's text and tokens: from the unit when it is one of the mode's
-            // fixed tools (rendered and counted once per run; `request_tools`, the one
+            // fixed tools (rendered and counted once per unit; `request_tools`, the one
             // tool whose text changes, is a reserved name), else counted now.
-            let tool_text = |t: &crate::wire::ToolDef| match unit.tool_texts.get(&t.name) {
-                Some((n, text)) => (*n, std::borrow::Cow::Borrowed(text.as_str())),
-                None => {
-                    let text = t.wire_json();
-                    (c.count(&text), std::borrow::Cow::Owned(text))
-                }
-            };
+            let tool_text = |t: &crate::wire::ToolDef| unit.tool_text(t, c);
             if request == 1 {
                 conv.system_sent = unit.system_tokens;
                 entered.push(Entry::new(
@@ -431,7 +425,7 @@ impl Episode<'_> {
                                 Layer::ToolDefs,
                                 format!("{}, grown at turn {turn}", t.name),
                                 n - was,
-                                Some(text.into_owned()),
+                                Some(text),
                             ));
                         }
                     }
@@ -441,19 +435,14 @@ impl Episode<'_> {
                 conv.seen_tools.insert(t.name.clone(), n);
                 if up_front {
                     conv.ledger.tool_defs += n;
-                    entered.push(Entry::new(
-                        Layer::ToolDefs,
-                        t.name.clone(),
-                        n,
-                        Some(text.into_owned()),
-                    ));
+                    entered.push(Entry::new(Layer::ToolDefs, t.name.clone(), n, Some(text)));
                 } else {
                     conv.ledger.fetched += n;
                     entered.push(Entry::new(
                         Layer::Fetched,
                         format!("tool definition {}", t.name),
                         n,
-                        Some(text.into_owned()),
+                        Some(text),
                     ));
                 }
             }

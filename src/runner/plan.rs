@@ -54,8 +54,37 @@ pub struct Unit {
     pub max_requests: usize,
     /// Tokens of the system prompt.
     pub system_tokens: usize,
-    /// Per top-level tool: its tokens and the exact JSON sent.
-    pub tool_texts: HashMap<String, (usize, String)>,
+    /// Per top-level tool of the mode (not `request_tools`, whose text changes): its
+    /// tokens and the exact JSON sent, made when an episode first sends it (a view of
+    /// ten thousand deferred tools sends a few of them).
+    tool_texts: Mutex<HashMap<String, (usize, Arc<str>)>>,
+}
+
+impl Unit {
+    /// A tool definition's tokens and its JSON as sent: made once per unit for the
+    /// mode's own tools, made anew for any other (`request_tools`, or a name a
+    /// provider's name rule changed).
+    pub fn tool_text(&self, t: &crate::wire::ToolDef, counter: &Counter) -> (usize, String) {
+        if !self.composite.is_own_tool(&t.name) {
+            let text = t.wire_json();
+            return (counter.count(&text), text);
+        }
+        if let Some((n, text)) = self
+            .tool_texts
+            .lock()
+            .expect("tool texts lock")
+            .get(&t.name)
+        {
+            return (*n, text.to_string());
+        }
+        let text = t.wire_json();
+        let n = counter.count(&text);
+        self.tool_texts
+            .lock()
+            .expect("tool texts lock")
+            .insert(t.name.clone(), (n, Arc::from(text.as_str())));
+        (n, text)
+    }
 }
 
 /// A scenario with the environment its episodes act on.
@@ -118,14 +147,6 @@ impl UnitSlot {
             self.protocol,
         )
         .and_then(|c| c.check_templates().map(|_| c))?;
-        let tool_texts = composite
-            .all_tools()
-            .iter()
-            .map(|t| {
-                let text = t.wire_json();
-                (t.name.clone(), (counter.count(&text), text))
-            })
-            .collect();
         Ok(Unit {
             scenario: self.scenario,
             catalog_size: self.catalog.addresses().len(),
@@ -133,7 +154,7 @@ impl UnitSlot {
             system_tokens: counter.count(composite.system()),
             composite: Arc::new(composite),
             max_requests: self.max_requests,
-            tool_texts,
+            tool_texts: Mutex::default(),
         })
     }
 
@@ -312,6 +333,17 @@ impl Plan {
         };
         plan.expect_uses((0..plan.items.len()).collect::<Vec<_>>().as_slice());
         Ok(plan)
+    }
+
+    /// `todo` with the work items of each unit next to each other (every model and
+    /// repeat of one view, in plan order otherwise), for a plan whose queries carry
+    /// their own catalogs (a sweep): its units are then one per query × mode, and in
+    /// plan order (model before query) every view of a mode would be held from the
+    /// first model's pass until the last model's. Outcomes do not depend on the order
+    /// items start in (they are written as they finish); runs that are not sweeps keep
+    /// plan order, which a provider's cache across episodes sees.
+    pub fn view_order(&self, todo: &mut [usize]) {
+        todo.sort_by_key(|&i| self.items[i].unit);
     }
 
     /// Counts, per unit, the work items of `todo` that will take it, so that each unit

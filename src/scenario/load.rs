@@ -431,7 +431,7 @@ pub fn load_mcp_dump(path: &Path, name: &str) -> Result<(McpServer, String), Inp
         return Err(InputErrors(vec![InputError::new(
             path,
             "",
-            "not an MCP tools/list dump (a sweep's pool holds `*.tools.json` captures)",
+            "not an MCP tools/list dump (a sweep's pool holds `*.tools.json` and `*.tools.json.gz` captures)",
         )]));
     }
     let mut catalog = Catalog::default();
@@ -442,13 +442,25 @@ pub fn load_mcp_dump(path: &Path, name: &str) -> Result<(McpServer, String), Inp
     Ok((server, hash))
 }
 
+/// A file's text; a `*.gz` file (the sweep pool's captures) is read through gzip.
 fn read(path: &Path) -> Result<String, InputError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| InputError::new(path, "", format!("cannot read: {e}")))
+    let cannot = |e: std::io::Error| InputError::new(path, "", format!("cannot read: {e}"));
+    if path.extension().and_then(|e| e.to_str()) != Some("gz") {
+        return std::fs::read_to_string(path).map_err(cannot);
+    }
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::io::BufReader::new(file))
+        .read_to_string(&mut text)
+        .map_err(|e| InputError::new(path, "", format!("cannot read as gzip: {e}")))?;
+    Ok(text)
 }
 
+/// JSON by extension: `*.json`, or `*.json.gz` read through gzip.
 fn is_json(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()) == Some("json")
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    name.ends_with(".json") || name.ends_with(".json.gz")
 }
 
 /// Deserializes YAML or JSON (by extension) with the field path of any error.

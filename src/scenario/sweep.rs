@@ -35,8 +35,19 @@ use crate::bm25;
 use crate::catalog::{Address, Catalog, McpServer};
 use crate::error::{InputError, InputErrors};
 
-/// The pool a sweep draws from when none is given.
-pub const DEFAULT_POOL: &str = "fixtures/catalogs";
+/// The pool a sweep draws from when none is given: the committed captures the
+/// scenarios include, and the pool of servers from the package registries
+/// (`fixtures/pool/`, gzip-compressed captures).
+pub const DEFAULT_POOL: [&str; 2] = ["fixtures/catalogs", "fixtures/pool"];
+
+/// A pool file's server name: its file name without `.tools.json` or `.tools.json.gz`;
+/// `None` for a file that is neither.
+fn capture_stem(path: &Path) -> Option<&str> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_suffix(".tools.json")
+        .or_else(|| name.strip_suffix(".tools.json.gz"))
+        .filter(|s| !s.is_empty())
+}
 
 /// What a sweep is: recorded in `run.json`, so that `--resume` makes the same one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,8 +90,8 @@ pub struct Pool {
     pub sources: BTreeMap<PathBuf, String>,
 }
 
-/// Loads every `*.tools.json` of the given files and directories (directories are
-/// read one level deep, files in name order).
+/// Loads every `*.tools.json` and `*.tools.json.gz` of the given files and directories
+/// (directories are read one level deep, files in name order).
 pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
     let mut files = Vec::new();
     for p in paths {
@@ -88,7 +99,7 @@ pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
             let mut found: Vec<PathBuf> = std::fs::read_dir(p)
                 .map_err(|e| InputErrors(vec![InputError::new(p, "", e.to_string())]))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.to_string_lossy().ends_with(".tools.json"))
+                .filter(|f| capture_stem(f).is_some())
                 .collect();
             found.sort();
             files.extend(found);
@@ -98,7 +109,7 @@ pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
             return Err(InputErrors(vec![InputError::new(
                 p,
                 "",
-                "no such file or directory (a sweep's pool is MCP captures: *.tools.json)",
+                "no such file or directory (a sweep's pool is MCP captures: *.tools.json or *.tools.json.gz)",
             )]));
         }
     }
@@ -106,17 +117,14 @@ pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
         return Err(InputErrors(vec![InputError::new(
             paths.first().map_or(Path::new("."), |p| p.as_path()),
             "",
-            "the pool holds no *.tools.json capture",
+            "the pool holds no *.tools.json or *.tools.json.gz capture",
         )]));
     }
     let mut servers = Vec::new();
     let mut sources = BTreeMap::new();
     let mut errors = Vec::new();
     for f in files {
-        let file_name = f.file_name().map(|n| n.to_string_lossy().into_owned());
-        let stem = file_name
-            .as_deref()
-            .and_then(|n| n.strip_suffix(".tools.json"))
+        let stem = capture_stem(&f)
             .or_else(|| f.file_stem().and_then(|s| s.to_str()))
             .unwrap_or("pool")
             .to_string();
@@ -193,17 +201,16 @@ pub fn needed(q: &Query, catalog: &Catalog) -> BTreeSet<Address> {
 /// taken; tools that copy one already there left out).
 fn grown(base: &Catalog, pool: &Pool, notes: &mut SweepNotes) -> Catalog {
     let mut out = base.clone();
+    let key = |t: &crate::catalog::McpTool| {
+        let mut schema = String::new();
+        canonical(&t.input_schema, &mut schema);
+        (t.name.clone(), t.description.clone(), schema)
+    };
     let mut seen: HashSet<(String, String, String)> = out
         .mcp_servers
         .iter()
         .flat_map(|s| &s.tools)
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.description.clone(),
-                t.input_schema.to_string(),
-            )
-        })
+        .map(key)
         .collect();
     let taken = |out: &Catalog, n: &str| {
         out.mcp_servers.iter().any(|s| s.name == n) || out.connectors.iter().any(|c| c.name == n)
@@ -211,11 +218,7 @@ fn grown(base: &Catalog, pool: &Pool, notes: &mut SweepNotes) -> Catalog {
     for server in &pool.servers {
         let mut s = server.clone();
         s.tools.retain(|t| {
-            let fresh = seen.insert((
-                t.name.clone(),
-                t.description.clone(),
-                t.input_schema.to_string(),
-            ));
+            let fresh = seen.insert(key(t));
             if !fresh {
                 notes.duplicates += 1;
             }
@@ -235,6 +238,39 @@ fn grown(base: &Catalog, pool: &Pool, notes: &mut SweepNotes) -> Catalog {
         out.mcp_servers.push(s);
     }
     out
+}
+
+/// A JSON value written with every object's keys in order, so that two schemas equal
+/// as values (key order aside) are written alike.
+fn canonical(v: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<_> = m.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (k, v)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                canonical(v, out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, v) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(v, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 /// A stable 64-bit key of an address under a seed: the sweep's draw order.

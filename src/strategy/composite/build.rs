@@ -290,6 +290,12 @@ impl Composite {
             .and_then(|&i| self.parts[i].address_of(tool))
     }
 
+    /// Whether `name` is one of [`Composite::all_tools`] (whose definitions do not
+    /// change during a run; `request_tools` is not one of them).
+    pub fn is_own_tool(&self, name: &str) -> bool {
+        self.owner.contains_key(name)
+    }
+
     /// Every top-level tool, before any selection.
     pub fn all_tools(&self) -> &[ToolDef] {
         &self.tools

@@ -287,10 +287,13 @@ impl Composite {
     pub(super) fn mark_active_shown(&self, state: &mut State) {
         let (fresh, tops) = self.base();
         // `allowed=on` sends every definition whatever may be called.
-        let active = if self.mode.allowed {
+        let active: Option<HashSet<&str>> = if self.mode.allowed {
             None
         } else {
-            state.active.clone()
+            state
+                .active
+                .as_ref()
+                .map(|a| a.iter().map(String::as_str).collect())
         };
         let mut shown: HashSet<Address> = state
             .shown
@@ -302,7 +305,7 @@ impl Composite {
             let tool = &tops[a];
             if active
                 .as_ref()
-                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t)))
+                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t.as_str())))
             {
                 shown.insert(a.clone());
             }
