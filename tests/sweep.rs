@@ -374,6 +374,11 @@ fn a_sweep_is_one_run_that_resumes_shards_merges_and_draws_its_curves() {
                 "5,20,60",
                 "--seed",
                 "9",
+                // The committed captures alone: a pool given is what `run.json`
+                // records and `--resume` reads again (the default pool's 139
+                // captures cost each of these runs seconds of schema checks).
+                "--pool",
+                "fixtures/catalogs",
                 "--no-progress",
                 "--run-id",
                 "s",
@@ -393,6 +398,7 @@ fn a_sweep_is_one_run_that_resumes_shards_merges_and_draws_its_curves() {
     }
     let manifest = std::fs::read_to_string(full.join("run.json")).unwrap();
     assert!(manifest.contains("\"sweep\"") && manifest.contains("\"seed\": 9"));
+    assert!(manifest.contains("mcp-server-time.tools.json") && !manifest.contains(".gz"));
     let html = std::fs::read_to_string(full.join("index.html")).unwrap();
     assert!(html.contains("Catalog-size sweep"));
     for metric in ["exact", "recall", "first-request", "billed"] {

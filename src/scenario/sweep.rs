@@ -120,15 +120,39 @@ pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
             "the pool holds no *.tools.json or *.tools.json.gz capture",
         )]));
     }
-    let mut servers = Vec::new();
-    let mut sources = BTreeMap::new();
-    let mut errors = Vec::new();
-    for f in files {
-        let stem = capture_stem(&f)
+    // Read and checked on every core (each tool's schema is compiled: a second per
+    // ten thousand tools), kept in file order.
+    let read = |f: &PathBuf| {
+        let stem = capture_stem(f)
             .or_else(|| f.file_stem().and_then(|s| s.to_str()))
             .unwrap_or("pool")
             .to_string();
-        match load_mcp_dump(&f, &stem) {
+        load_mcp_dump(f, &stem)
+    };
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<_>>> =
+        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len());
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(f) = files.get(i) else { break };
+                *slots[i].lock().expect("pool slot") = Some(read(f));
+            });
+        }
+    });
+    let mut servers = Vec::new();
+    let mut sources = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (f, slot) in files.into_iter().zip(slots) {
+        match slot
+            .into_inner()
+            .expect("pool slot")
+            .expect("every file read")
+        {
             Ok((server, hash)) => {
                 sources.insert(f, hash);
                 servers.push(server);
