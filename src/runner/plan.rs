@@ -293,9 +293,15 @@ impl Plan {
                     };
                     // The first view always, and every view when the templates are
                     // the user's: rendered before anything runs, so a broken template
-                    // is an error here.
+                    // is an error here. The first view is kept for its work items,
+                    // unless the queries carry catalogs of their own (a sweep): then
+                    // each view serves one query, its turn may be far off, and a
+                    // sweep's first views of ten thousand tools would be held, one
+                    // per size × mode, from here until then (rendering one again
+                    // costs less than holding it).
                     if v == 0 || cfg.templates_dir.is_some() {
-                        eager.push((units.len(), v == 0, sc.name.clone()));
+                        let keep = v == 0 && own[0].is_none();
+                        eager.push((units.len(), keep, sc.name.clone()));
                     }
                     units.push(slot);
                 }
