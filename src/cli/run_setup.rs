@@ -412,9 +412,8 @@ fn build(
     Ok((Arc::new(plan), manifest, Arc::new(p.counter)))
 }
 
-/// The plan items of this shard (all without one), as indices.
-/// The work items this run (or shard) does, in the order they start: a sweep's
-/// grouped by view ([`Plan::view_order`]).
+/// The plan items of this shard (all without one), as indices, in the order they
+/// start: a sweep's grouped by view ([`Plan::view_order`]).
 fn shard_items(plan: &Plan, shard: Option<Shard>, sweep: bool) -> Vec<usize> {
     let mut todo = match shard {
         Some(s) => s.select(&plan.keys()),
