@@ -79,9 +79,19 @@ pub const ANTHROPIC: NameRule = NameRule {
     letter_first: false,
 };
 
+/// Gemini, function declarations: a letter or `_` first, then letters, digits, `_`,
+/// `.`, `:` and `-`, at most 64 (the function-calling reference; google-genai's
+/// `FunctionDeclaration.name` docstring says 128, the server refuses more than 64).
+pub const GEMINI: NameRule = NameRule {
+    provider: "gemini",
+    max: 64,
+    extra: "_.:-",
+    letter_first: true,
+};
+
 /// The rule a provider's name stands for (as recordings store it).
 pub fn rule_of(provider: &str) -> Option<NameRule> {
-    [OPENAI, ANTHROPIC]
+    [OPENAI, ANTHROPIC, GEMINI]
         .into_iter()
         .find(|r| r.provider == provider)
 }
@@ -216,7 +226,10 @@ impl NameMap {
                 content,
                 tool_calls,
                 searches,
+                echo,
             } => Message::Assistant {
+                // The provider's own parts carry the names it was sent.
+                echo: echo.clone(),
                 content: content.clone(),
                 tool_calls: tool_calls
                     .iter()
@@ -321,6 +334,21 @@ mod tests {
         assert!(!OPENAI.accepts(&"a".repeat(65)));
         assert!(!OPENAI.accepts("math.factorial"));
         assert!(!OPENAI.accepts(""));
+    }
+
+    #[test]
+    fn gemini_takes_dots_and_colons_but_wants_a_letter_first() {
+        assert!(GEMINI.accepts("math.factorial"));
+        assert!(GEMINI.accepts("git:log-all"));
+        assert!(GEMINI.accepts("_private"));
+        assert!(!GEMINI.accepts("1password__get"));
+        assert!(!GEMINI.accepts("a b"));
+        assert!(!GEMINI.accepts(&"x".repeat(65)));
+        assert!(!OPENAI.accepts("math.factorial"));
+        let w = GEMINI.wire_name("1password__get");
+        assert!(GEMINI.accepts(&w), "{w}");
+        assert!(w.starts_with("_1password__get_"), "{w}");
+        assert_eq!(rule_of("gemini"), Some(GEMINI));
     }
 
     #[test]
@@ -429,6 +457,7 @@ mod tests {
                 &serde_json::json!({}),
             )],
             searches: Vec::new(),
+            echo: None,
         };
         map.restore(&mut answer);
         assert_eq!(answer.calls[0].name, long);

@@ -238,6 +238,7 @@ impl Counter {
                 content,
                 tool_calls,
                 searches,
+                ..
             } => {
                 content.as_deref().map_or(0, |c| self.count(c))
                     + tool_calls

@@ -56,6 +56,12 @@ pub enum Message {
         /// sent back verbatim with the answer.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         searches: Vec<NativeSearch>,
+        /// The provider's own parts of the answer, verbatim (a JSON array), when it
+        /// asks to have them sent back as received (Gemini's thought signatures ride
+        /// on them); the backend that made them sends them in place of `content` and
+        /// `tool_calls`, which say the same for counting and scoring.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        echo: Option<String>,
     },
     Tool {
         tool_call_id: String,
@@ -76,6 +82,7 @@ impl Message {
             content,
             tool_calls,
             searches: Vec::new(),
+            echo: None,
         }
     }
 }
@@ -188,6 +195,10 @@ pub struct Response {
     /// Searches the provider ran itself while answering.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub searches: Vec<NativeSearch>,
+    /// The provider's own parts of the answer, to be sent back as received
+    /// ([`Message::Assistant`]'s `echo`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub echo: Option<String>,
 }
 
 impl Response {
@@ -196,6 +207,7 @@ impl Response {
             text: Some(text.into()),
             calls: Vec::new(),
             searches: Vec::new(),
+            echo: None,
         }
     }
     pub fn call(calls: Vec<ToolCall>) -> Self {
@@ -203,6 +215,7 @@ impl Response {
             text: None,
             calls,
             searches: Vec::new(),
+            echo: None,
         }
     }
 }

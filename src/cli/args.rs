@@ -361,7 +361,8 @@ pub struct RunArgs {
     /// `lexical` (BM25 over what the context shows), `openai:MODEL` (an
     /// OpenAI-compatible API; OPENAI_API_KEY, OPENAI_BASE_URL), `openai-responses:MODEL`
     /// (OpenAI's Responses API, same key and base URL), `anthropic:MODEL`
-    /// (ANTHROPIC_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
+    /// (ANTHROPIC_API_KEY), `gemini:MODEL` (Gemini's generateContent; GEMINI_API_KEY,
+    /// else GOOGLE_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
     /// name from the models file [default: oracle and lexical]
     #[arg(long = "model", value_name = "MODEL")]
     pub models: Vec<String>,
@@ -445,6 +446,9 @@ pub struct EndpointArgs {
     /// Base URL for `anthropic:<model>` [default: ANTHROPIC_BASE_URL, else Anthropic's]
     #[arg(long, value_name = "URL")]
     pub anthropic_base_url: Option<String>,
+    /// Base URL for `gemini:<model>` [default: GEMINI_BASE_URL, else Google's]
+    #[arg(long, value_name = "URL")]
+    pub gemini_base_url: Option<String>,
     /// Seconds before a model request times out (and is retried).
     #[arg(long, default_value_t = 120.0)]
     pub request_timeout: f64,
@@ -490,11 +494,11 @@ pub struct TokensArgs {
     #[arg(long)]
     pub show: bool,
     /// Whose tool names to count and print: `discbench` (as rendered: FIM One's names,
-    /// what mock models see), or a provider's (`openai`, `anthropic`: a name it
-    /// refuses is the one its backend sends instead).
+    /// what mock models see), or a provider's (`openai`, `anthropic`, `gemini`: a name
+    /// it refuses is the one its backend sends instead).
     #[arg(
         long,
-        value_name = "discbench|openai|anthropic",
+        value_name = "discbench|openai|anthropic|gemini",
         default_value = "discbench"
     )]
     pub names: String,

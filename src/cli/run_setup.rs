@@ -296,6 +296,7 @@ fn backends(specs: &[String], e: &EndpointArgs) -> Result<Models, Failure> {
         models_file: file.as_ref(),
         openai_base_url: e.openai_base_url.clone(),
         anthropic_base_url: e.anthropic_base_url.clone(),
+        gemini_base_url: e.gemini_base_url.clone(),
         timeout: Duration::from_secs_f64(e.request_timeout),
         sampling: Sampling {
             temperature: e.temperature,

@@ -19,7 +19,7 @@ pub fn tokens(a: TokensArgs, out: &mut dyn std::io::Write) -> Result<i32, Failur
         "discbench" => None,
         other => Some(crate::names::rule_of(other).ok_or_else(|| {
             Failure::Usage(format!(
-                "--names {other}: discbench (as rendered), openai or anthropic"
+                "--names {other}: discbench (as rendered), openai, anthropic or gemini"
             ))
         })?),
     };
@@ -68,6 +68,9 @@ pub fn tokens_report(
         "{:<24} {:<16} {:>6} {:>8} {:>10} {:>8}  selection",
         "scenario", "mode", "tools", "system", "tool_defs", "total"
     );
+    // Under Gemini's names: what its schema subset may not honour, tool by tool.
+    let gemini = names.is_some_and(|r| r.provider == crate::names::GEMINI.provider);
+    let mut notes: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
     for sc in scenarios {
         if sc.queries.iter().any(|q| !q.scope.is_empty()) {
             let _ = writeln!(
@@ -109,6 +112,15 @@ pub fn tokens_report(
                     .collect(),
                 None => first,
             };
+            if gemini {
+                for t in comp.all_tools().iter() {
+                    let n = crate::model::gemini::schema_notes(t);
+                    if !n.is_empty() {
+                        let name = crate::names::GEMINI.wire_name(&t.name).into_owned();
+                        notes.insert((sc.name.clone(), name), n);
+                    }
+                }
+            }
             let held = comp.all_tools().len() - first.len();
             let defs = counter.tools(&first);
             let _ = writeln!(
@@ -140,6 +152,24 @@ pub fn tokens_report(
                     );
                 }
                 let _ = writeln!(s, "--- end of {} / {} ---", sc.name, m.label);
+            }
+        }
+    }
+    if gemini {
+        if notes.is_empty() {
+            let _ = writeln!(
+                s,
+                "gemini: every schema keeps to the JSON Schema keywords Gemini documents"
+            );
+        } else {
+            let _ = writeln!(
+                s,
+                "gemini: {} tools send schemas Gemini may not honour in full (sent as written, \
+                 in parametersJsonSchema; nothing is dropped):",
+                notes.len()
+            );
+            for ((scenario, tool), n) in &notes {
+                let _ = writeln!(s, "  {scenario} / {tool}: {}", n.join("; "));
             }
         }
     }

@@ -108,6 +108,7 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
                 content,
                 tool_calls,
                 searches,
+                ..
             } => {
                 flush(&mut messages, &mut results);
                 let mut blocks = Vec::new();
@@ -296,6 +297,7 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
             output: n("output_tokens").unwrap_or(0),
             cached_input: read,
             cache_write: write,
+            thinking: None,
         }
     });
     Ok(Answer {
@@ -303,6 +305,7 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
             text: (!text.is_empty()).then_some(text),
             calls,
             searches,
+            echo: None,
         },
         usage,
         latency: None,

@@ -40,6 +40,7 @@ mod tests {
             output: 15.0,
             cached_input: None,
             cache_write: None,
+            above: None,
         };
         let five = complete(&PromptCache::new(true, Ttl::FiveMinutes), p);
         assert_eq!(five.cached_input, Some(3.0 * 0.1));

@@ -269,9 +269,10 @@ fn without_url(e: &reqwest::Error) -> String {
 }
 
 /// Maps a non-success status to a model error. `headers` give `retry-after-ms` and
-/// `retry-after` (seconds or an HTTP date) for rate limits and overloads.
+/// `retry-after` (seconds or an HTTP date) for rate limits and overloads; without
+/// them, the body's `google.rpc.RetryInfo` (Google's APIs, Gemini's among them) does.
 pub fn status_error(status: u16, headers: &reqwest::header::HeaderMap, body: &str) -> ModelError {
-    let retry_after = retry_after(headers, SystemTime::now());
+    let retry_after = retry_after(headers, SystemTime::now()).or_else(|| retry_info(body));
     if !matches!(status, 401 | 403 | 429) && overflow(body) {
         return ModelError::ContextOverflow {
             status,
@@ -349,6 +350,25 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Opt
     Some(Duration::from_secs(at.saturating_sub(now)))
 }
 
+/// The wait an error body asks for in Google's form: an entry of `error.details` of
+/// type `type.googleapis.com/google.rpc.RetryInfo` whose `retryDelay` is a protobuf
+/// duration in JSON (`"58s"`, `"1.5s"`).
+pub fn retry_info(body: &str) -> Option<Duration> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let details = v.pointer("/error/details")?.as_array()?;
+    let delay = details
+        .iter()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+        })
+        .find_map(|d| d.get("retryDelay").and_then(Value::as_str))?;
+    let secs: f64 = delay.trim().strip_suffix('s')?.parse().ok()?;
+    (secs.is_finite() && secs >= 0.0)
+        .then(|| Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX))
+}
+
 /// Seconds since the epoch of an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
 pub fn http_date(s: &str) -> Option<u64> {
     let parts: Vec<&str> = s.split_whitespace().collect();
@@ -421,6 +441,30 @@ mod tests {
             Some(Duration::MAX)
         );
         assert_eq!(http_date("Thu, 01 Jan 1970 00:00:00 GMT"), Some(0));
+        // Google's RetryInfo in the body, beside other details.
+        let google = r#"{"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "details": [
+            {"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": []},
+            {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "58s"}]}}"#;
+        assert_eq!(retry_info(google), Some(Duration::from_secs(58)));
+        assert_eq!(
+            retry_info(&google.replace("58s", "1.5s")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(retry_info(&google.replace("58s", "soon")), None);
+        assert_eq!(retry_info("not json"), None);
+        match status_error(429, &HeaderMap::new(), google) {
+            ModelError::RateLimited { retry_after } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(58)))
+            }
+            other => panic!("{other:?}"),
+        }
+        // A header wins over the body.
+        match status_error(429, &h("retry-after", "2"), google) {
+            ModelError::RateLimited { retry_after } => {
+                assert_eq!(retry_after, Some(Duration::from_secs(2)))
+            }
+            other => panic!("{other:?}"),
+        }
         assert_eq!(http_date("Thu, 01 Jan 99999999999999 00:00:00 GMT"), None);
         assert_eq!(http_date("Thu, 01 Jan 2026 99999999999999:00:00 GMT"), None);
     }

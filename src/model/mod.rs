@@ -12,6 +12,7 @@
 pub mod anthropic;
 pub mod backend;
 pub mod caching;
+pub mod gemini;
 pub mod http;
 pub mod lexical;
 pub mod limit;
@@ -39,7 +40,7 @@ pub use prices::Prices;
 /// A `--model` value that names no backend, or one that cannot be set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownModel {
-    #[error("unknown model `{0}`; available: oracle, lexical, openai:<model>, openai-responses:<model>, anthropic:<model>, or a name from --models")]
+    #[error("unknown model `{0}`; available: oracle, lexical, openai:<model>, openai-responses:<model>, anthropic:<model>, gemini:<model>, or a name from --models")]
     Name(String),
     #[error("model `{name}`: {message}")]
     Setup { name: String, message: String },
@@ -52,6 +53,8 @@ pub struct ModelOptions<'a> {
     pub openai_base_url: Option<String>,
     /// `--anthropic-base-url`, else `ANTHROPIC_BASE_URL`, else Anthropic's.
     pub anthropic_base_url: Option<String>,
+    /// `--gemini-base-url`, else `GEMINI_BASE_URL`, else Google's.
+    pub gemini_base_url: Option<String>,
     pub timeout: Duration,
     pub sampling: Sampling,
     /// Rate limits for every HTTP model (a models-file entry's own win).
@@ -72,6 +75,7 @@ impl Default for ModelOptions<'_> {
             models_file: None,
             openai_base_url: None,
             anthropic_base_url: None,
+            gemini_base_url: None,
             timeout: http::DEFAULT_TIMEOUT,
             sampling: Sampling::default(),
             limits: Limits::default(),
@@ -87,7 +91,7 @@ pub fn build(spec: &str) -> Result<Arc<dyn Backend>, UnknownModel> {
 }
 
 /// Builds a backend from a `--model` value: a mock, `openai:<model>`,
-/// `anthropic:<model>`, or the name of a `--models` file entry.
+/// `anthropic:<model>`, `gemini:<model>`, or the name of a `--models` file entry.
 pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, UnknownModel> {
     let setup = |message: String| UnknownModel::Setup {
         name: spec.to_string(),
@@ -99,7 +103,9 @@ pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, Unkn
     match spec.split_once(':') {
         None if spec == "oracle" => Ok(Arc::new(oracle::Oracle)),
         None if spec == "lexical" => Ok(Arc::new(lexical::Lexical)),
-        Some((p @ ("openai" | "anthropic" | "openai-responses"), model)) if !model.is_empty() => {
+        Some((p @ ("openai" | "anthropic" | "openai-responses" | "gemini"), model))
+            if !model.is_empty() =>
+        {
             let entry = direct_entry(spec, p, model, o);
             entry_backend(&entry, o).map_err(setup)
         }
@@ -111,6 +117,7 @@ pub fn build_with(spec: &str, o: &ModelOptions) -> Result<Arc<dyn Backend>, Unkn
 fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> Entry {
     let provider = match provider {
         "anthropic" => Provider::Anthropic,
+        "gemini" => Provider::Gemini,
         "openai-responses" => Provider::OpenaiResponses,
         _ => Provider::Openai,
     };
@@ -132,8 +139,10 @@ fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> En
 }
 
 /// The endpoint: base URL from the entry, else the flag, else the provider's
-/// variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), else the provider's own;
-/// the key from `api_key_env`, else `OPENAI_API_KEY` / `ANTHROPIC_API_KEY`.
+/// variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `GEMINI_BASE_URL`), else the
+/// provider's own; the key from `api_key_env`, else `OPENAI_API_KEY` /
+/// `ANTHROPIC_API_KEY` / `GEMINI_API_KEY` (then `GOOGLE_API_KEY`, as Google's SDK
+/// reads them).
 pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
     let (flag, url_var, key_var, default) = match entry.provider {
         Provider::Openai | Provider::OpenaiResponses => (
@@ -148,6 +157,12 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
             "ANTHROPIC_API_KEY",
             anthropic::DEFAULT_BASE_URL,
         ),
+        Provider::Gemini => (
+            &o.gemini_base_url,
+            "GEMINI_BASE_URL",
+            "GEMINI_API_KEY",
+            gemini::DEFAULT_BASE_URL,
+        ),
     };
     let base_url = entry
         .base_url
@@ -155,12 +170,17 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
         .or_else(|| flag.clone())
         .or_else(|| (o.env)(url_var).filter(|v| !v.is_empty()))
         .unwrap_or_else(|| default.to_string());
-    let key_var = entry.api_key_env.as_deref().unwrap_or(key_var);
+    let key = |var: &str| (o.env)(var).filter(|k| !k.is_empty()).map(Secret::new);
+    let key = match (&entry.api_key_env, entry.provider) {
+        (Some(var), _) => key(var),
+        (None, Provider::Gemini) => key(key_var).or_else(|| key("GOOGLE_API_KEY")),
+        (None, _) => key(key_var),
+    };
     Endpoint {
         name: entry.name.clone(),
         model: entry.model.clone(),
         base_url: base_url.trim_end_matches('/').to_string(),
-        key: (o.env)(key_var).filter(|k| !k.is_empty()).map(Secret::new),
+        key,
         sampling: Sampling {
             temperature: entry.temperature.or(o.sampling.temperature),
             max_tokens: entry.max_tokens.or(o.sampling.max_tokens),
@@ -187,6 +207,7 @@ pub fn entry_backend(entry: &Entry, o: &ModelOptions) -> Result<Arc<dyn Backend>
     let backend: Arc<dyn Backend> = match entry.provider {
         Provider::Openai => Arc::new(OpenAi::new(openai::ChatCompletions, e)?),
         Provider::Anthropic => Arc::new(Anthropic::new(anthropic::Messages, e)?),
+        Provider::Gemini => Arc::new(gemini::Gemini::new(gemini::GenerateContent, e)?),
         Provider::OpenaiResponses => {
             Arc::new(responses::OpenAiResponses::new(responses::Responses, e)?)
         }

@@ -4,7 +4,7 @@
 //! ```yaml
 //! models:
 //!   - name: gpt4o                     # what --model picks and outcomes carry
-//!     provider: openai                # openai | anthropic | openai-responses
+//!     provider: openai                # openai | anthropic | openai-responses | gemini
 //!     model: gpt-4o-2024-08-06
 //!     base_url: https://api.openai.com/v1   # optional: the provider's default
 //!     api_key_env: OPENAI_API_KEY     # the NAME of the variable holding the key
@@ -38,6 +38,8 @@ pub enum Provider {
     /// OpenAI's Responses API (`openai-responses` in the file).
     #[serde(rename = "openai-responses")]
     OpenaiResponses,
+    /// Gemini's `generateContent`.
+    Gemini,
 }
 
 /// One named endpoint.

@@ -195,12 +195,14 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
             .and_then(|d| d.get("cached_tokens"))
             .and_then(Value::as_u64),
         cache_write: None,
+        thinking: None,
     });
     Ok(Answer {
         response: Response {
             text,
             calls,
             searches: Vec::new(),
+            echo: None,
         },
         usage,
         latency: None,

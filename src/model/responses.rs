@@ -84,6 +84,7 @@ pub fn body(endpoint: &Endpoint, purpose: Purpose, cx: &Context, conversation: &
                 content,
                 tool_calls,
                 searches,
+                ..
             } => {
                 if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
                     // An earlier answer as an input message: the output form would need
@@ -390,6 +391,9 @@ pub fn parse_for(v: &Value, native: Option<&NativeTools>) -> Result<Answer, Mode
             output: u.get("output_tokens").and_then(Value::as_u64).unwrap_or(0),
             cached_input: detail("cached_tokens"),
             cache_write: detail("cache_write_tokens"),
+            thinking: (u.get("output_tokens_details"))
+                .and_then(|d| d.get("reasoning_tokens"))
+                .and_then(Value::as_u64),
         }
     });
     let truncated = v.get("status").and_then(Value::as_str) == Some("incomplete")
@@ -402,6 +406,7 @@ pub fn parse_for(v: &Value, native: Option<&NativeTools>) -> Result<Answer, Mode
             text: (!text.is_empty()).then_some(text),
             calls,
             searches,
+            echo: None,
         },
         usage,
         latency: None,

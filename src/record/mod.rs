@@ -171,6 +171,10 @@ pub struct Usage {
     /// `cache_creation_input_tokens`, OpenAI's `cache_write_tokens`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write: Option<u64>,
+    /// Output tokens the model spent thinking, part of `output` (billed as output):
+    /// Gemini's `thoughtsTokenCount`, the Responses API's `reasoning_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<u64>,
 }
 
 impl Usage {
@@ -185,6 +189,7 @@ impl Usage {
             output: self.output + o.output,
             cached_input: sum(self.cached_input, o.cached_input),
             cache_write: sum(self.cache_write, o.cache_write),
+            thinking: sum(self.thinking, o.thinking),
         }
     }
 }

@@ -171,12 +171,15 @@ impl Episode<'_> {
         let mut ledger = conv.ledger;
         ledger.cached_prefix = conv.cached_total;
         ledger.billed_cached = ledger.billed_input - cached(conv.cached_total);
-        let usage = turns
-            .iter()
-            .filter_map(|t| t.selection.as_ref().and_then(|s| s.usage))
-            .chain(conv.requests.iter().filter_map(|t| t.usage))
-            .reduce(Usage::plus);
-        let cost_usd = usage.and_then(|u| backend.prices().map(|p| p.cost(&u)));
+        let usages = || {
+            turns
+                .iter()
+                .filter_map(|t| t.selection.as_ref().and_then(|s| s.usage))
+                .chain(conv.requests.iter().filter_map(|t| t.usage))
+        };
+        let usage = usages().reduce(Usage::plus);
+        // Each request at its prompt length's tier, where the prices have tiers.
+        let cost_usd = backend.prices().and_then(|p| p.cost_all(usages()));
         let cache = cache_measure(&conv.requests, backend);
         let base = Outcome {
             format: FORMAT_VERSION,
@@ -589,11 +592,13 @@ impl Episode<'_> {
                 text: answered,
                 calls: tool_calls,
                 searches,
+                echo,
             } = answer.response;
             let msg = Message::Assistant {
                 content: answered.clone(),
                 tool_calls: tool_calls.clone(),
                 searches: searches.clone(),
+                echo,
             };
             let out = match &map {
                 Some(m) => c.message(&m.message(&msg)),
@@ -1086,7 +1091,7 @@ fn cache_measure(requests: &[RequestRecord], backend: &dyn Backend) -> Option<Ca
             let rest = (t.request_tokens as u64).saturating_sub(predicted);
             let (fresh, written) = if writes { (0, rest) } else { (rest, 0) };
             *m.cost_predicted_usd.as_mut().expect("priced") +=
-                p.cost_of(fresh, predicted, written, u.output);
+                p.at(u.input).cost_of(fresh, predicted, written, u.output);
             *m.cost_reported_usd.as_mut().expect("priced") += p.cost(&u);
         }
     }

@@ -12,6 +12,13 @@
 //! - OpenAI (Prompt caching guide, read 2026-11-25): automatic for a prompt of at
 //!   least 1,024 tokens, in prefix order (tools, instructions, messages), hits in
 //!   128-token increments; `input_tokens` includes `cached_tokens`.
+//! - Gemini (Context caching page, implicit caching, read 2026-11-28): automatic for
+//!   Gemini 2.5 and newer above a minimum per model (2,048 tokens for 2.5, 4,096 for
+//!   3.x); the page documents no rule for when a request hits, so the emulation
+//!   *assumes* one — the longest earlier prefix, at a piece boundary, once the prompt
+//!   reaches the minimum (OpenAI's rule without its steps) — and its agreement with the
+//!   prediction shows the two follow one rule, not that Gemini does; `promptTokenCount`
+//!   includes `cachedContentTokenCount`, which is left out when nothing was read.
 //!
 //! Tokens are counted with discbench's own counter over the same pieces its ledger
 //! counts (each tool's wire JSON, the system prompt, each message), so that where the
@@ -510,6 +517,7 @@ pub fn anthropic_context(body: &Value) -> (Context, Purpose) {
                 content: (!text.is_empty()).then_some(text),
                 tool_calls: calls,
                 searches,
+                echo: None,
             });
         } else {
             for b in &blocks {
@@ -643,6 +651,7 @@ pub fn pieces(cx: &Context, counter: &Counter) -> Vec<Piece> {
                 content,
                 tool_calls,
                 searches,
+                ..
             } => usize::from(content.is_some()) + tool_calls.len() + 2 * searches.len(),
             _ => 1,
         };
@@ -774,9 +783,15 @@ pub struct OpenAiCache {
 
 impl OpenAiCache {
     pub fn new() -> OpenAiCache {
+        OpenAiCache::with(1024, 128)
+    }
+
+    /// A prefix cache with another minimum and step (Gemini's implicit cache is
+    /// emulated as one with a step of 1 token).
+    pub fn with(min: usize, increment: usize) -> OpenAiCache {
         OpenAiCache {
-            min: 1024,
-            increment: 128,
+            min,
+            increment,
             seen: Mutex::new(HashSet::new()),
         }
     }
@@ -858,6 +873,7 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
             },
             _ => Message::Assistant {
                 searches: Vec::new(),
+                echo: None,
                 content: m["content"].as_str().map(str::to_string),
                 tool_calls: m["tool_calls"]
                     .as_array()
@@ -1020,6 +1036,7 @@ pub fn responses_context(body: &Value) -> (Context, Purpose) {
                         content: None,
                         tool_calls: Vec::new(),
                         searches: vec![s],
+                        echo: None,
                     }),
                 }
             }
@@ -1163,4 +1180,164 @@ pub fn responses_answer_native(
     }
     json!({"id": "resp_local", "object": "response", "status": "completed",
            "output": output, "usage": usage})
+}
+
+/// The context a `generateContent` request carries, and why it was sent (mode `ANY`
+/// with one allowed name is the selection step's forced call). Function responses are
+/// paired with the calls of the model turn before them by order (and by `id` where
+/// the call had one); a call without an id gets one here.
+pub fn gemini_context(body: &Value) -> (Context, Purpose) {
+    let text_of = |c: &Value| -> String {
+        (c["parts"].as_array().into_iter().flatten())
+            .filter_map(|p| p["text"].as_str())
+            .collect()
+    };
+    let system = text_of(&body["systemInstruction"]);
+    let tools: Vec<ToolDef> = (body["tools"].as_array().into_iter().flatten())
+        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+        .map(|d| {
+            assert!(
+                d.get("parameters").is_none(),
+                "parameters beside parametersJsonSchema"
+            );
+            ToolDef {
+                name: d["name"].as_str().unwrap().to_string(),
+                description: d["description"].as_str().unwrap_or("").to_string(),
+                parameters: d["parametersJsonSchema"].clone(),
+            }
+        })
+        .collect();
+    let config = &body["toolConfig"]["functionCallingConfig"];
+    let names = || -> Vec<String> {
+        (config["allowedFunctionNames"]
+            .as_array()
+            .into_iter()
+            .flatten())
+        .map(|n| n.as_str().unwrap().to_string())
+        .collect()
+    };
+    let (forced, allowed) = match config["mode"].as_str() {
+        Some("ANY") => {
+            let n = names();
+            assert_eq!(n.len(), 1, "ANY forces one named call here");
+            (Some(n[0].clone()), None)
+        }
+        Some("VALIDATED") => (None, Some(names())),
+        Some("AUTO") | None => {
+            assert!(config.get("allowedFunctionNames").is_none());
+            (None, None)
+        }
+        Some(other) => panic!("mode {other}"),
+    };
+    let mut messages = Vec::new();
+    // The calls of the last model turn not yet answered: (id, name).
+    let mut open: Vec<(String, String)> = Vec::new();
+    for (i, c) in body["contents"].as_array().unwrap().iter().enumerate() {
+        let parts = c["parts"].as_array().expect("a content has parts");
+        assert!(!parts.is_empty(), "a content with no parts");
+        if c["role"] == "model" {
+            let text: String = parts.iter().filter_map(|p| p["text"].as_str()).collect();
+            let calls: Vec<ToolCall> = (parts.iter())
+                .filter_map(|p| p.get("functionCall"))
+                .enumerate()
+                .map(|(k, f)| ToolCall {
+                    id: f["id"]
+                        .as_str()
+                        .map_or_else(|| format!("g{i}_{k}"), str::to_string),
+                    name: f["name"].as_str().unwrap().to_string(),
+                    arguments: f["args"].to_string(),
+                })
+                .collect();
+            open = calls
+                .iter()
+                .map(|c| (c.id.clone(), c.name.clone()))
+                .collect();
+            open.reverse();
+            messages.push(Message::Assistant {
+                content: (!text.is_empty()).then_some(text),
+                tool_calls: calls,
+                searches: Vec::new(),
+                echo: None,
+            });
+        } else {
+            assert_eq!(c["role"], "user");
+            for p in parts {
+                if let Some(r) = p.get("functionResponse") {
+                    let (id, name) = open.pop().expect("a response to a call");
+                    assert_eq!(r["name"].as_str().unwrap(), name, "responses in call order");
+                    if let Some(rid) = r["id"].as_str() {
+                        assert_eq!(rid, id, "a response echoes its call's id");
+                    }
+                    messages.push(Message::Tool {
+                        tool_call_id: id,
+                        name,
+                        content: r["response"]["output"].as_str().unwrap().to_string(),
+                        references: Vec::new(),
+                    });
+                } else {
+                    messages.push(Message::User {
+                        content: p["text"].as_str().unwrap().to_string(),
+                    });
+                }
+            }
+        }
+    }
+    let json_mode = body["generationConfig"]["responseMimeType"] == "application/json";
+    let purpose = match &forced {
+        Some(_) => Purpose::Select { max: 6 },
+        None if json_mode => Purpose::Select { max: 6 },
+        None => Purpose::Act,
+    };
+    (
+        Context {
+            system,
+            tools: tools.into(),
+            tool_choice: forced,
+            json_mode,
+            messages,
+            allowed,
+            native: None,
+            groups: None,
+        },
+        purpose,
+    )
+}
+
+/// A `generateContent` answer for `r`: a text part, then a `functionCall` part per
+/// call (with its `id` when `ids`), `signature` as the `thoughtSignature` of the first
+/// call's part (of the last part when there is no call), as Gemini 3 places them.
+pub fn gemini_answer(r: &Response, usage: Value, ids: bool, signature: Option<&str>) -> Value {
+    let mut parts = Vec::new();
+    if let Some(t) = &r.text {
+        parts.push(json!({ "text": t }));
+    }
+    let first_call = parts.len();
+    for c in &r.calls {
+        let args: Value = serde_json::from_str(&c.arguments).unwrap_or(json!({}));
+        let mut f = json!({"name": c.name, "args": args});
+        if ids {
+            f["id"] = json!(c.id);
+        }
+        parts.push(json!({ "functionCall": f }));
+    }
+    if parts.is_empty() {
+        parts.push(json!({"text": ""}));
+    }
+    if let Some(sig) = signature {
+        let at = if r.calls.is_empty() {
+            parts.len() - 1
+        } else {
+            first_call
+        };
+        parts[at]["thoughtSignature"] = json!(sig);
+    }
+    json!({
+        "candidates": [{
+            "content": {"role": "model", "parts": parts},
+            "finishReason": "STOP",
+            "index": 0,
+        }],
+        "usageMetadata": usage,
+        "modelVersion": "gemini-test",
+    })
 }

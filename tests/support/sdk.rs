@@ -107,8 +107,10 @@ fn paths(v: &serde_json::Value, at: &str, out: &mut std::collections::BTreeSet<S
                     }
                 }
                 // A schema's or a call's inside is the catalog's, not the wire's.
-                let free = matches!(k.as_str(), "parameters" | "input_schema" | "arguments")
-                    || (k == "input" && at.ends_with("content[]"));
+                let free = matches!(
+                    k.as_str(),
+                    "parameters" | "input_schema" | "arguments" | "parametersJsonSchema" | "args"
+                ) || (k == "input" && at.ends_with("content[]"));
                 if free {
                     out.insert(here);
                     continue;
