@@ -80,8 +80,8 @@ pub const ANTHROPIC: NameRule = NameRule {
 };
 
 /// Gemini, function declarations: a letter or `_` first, then letters, digits, `_`,
-/// `.`, `:` and `-`, at most 64 (the function-calling reference; google-genai's
-/// `FunctionDeclaration.name` docstring says 128, the server refuses more than 64).
+/// `.`, `:` and `-` (google-genai 3.6.1's `FunctionDeclaration.name`), at most 64 (the
+/// v1beta API description; the SDK's docstring says 128, and 64 is the safe side).
 pub const GEMINI: NameRule = NameRule {
     provider: "gemini",
     max: 64,

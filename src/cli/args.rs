@@ -361,8 +361,8 @@ pub struct RunArgs {
     /// `lexical` (BM25 over what the context shows), `openai:MODEL` (an
     /// OpenAI-compatible API; OPENAI_API_KEY, OPENAI_BASE_URL), `openai-responses:MODEL`
     /// (OpenAI's Responses API, same key and base URL), `anthropic:MODEL`
-    /// (ANTHROPIC_API_KEY), `gemini:MODEL` (Gemini's generateContent; GEMINI_API_KEY,
-    /// else GOOGLE_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
+    /// (ANTHROPIC_API_KEY), `gemini:MODEL` (Gemini's generateContent; GOOGLE_API_KEY,
+    /// else GEMINI_API_KEY), `replay:RUN_DIR` (answers from a `--record`ed run), or a
     /// name from the models file [default: oracle and lexical]
     #[arg(long = "model", value_name = "MODEL")]
     pub models: Vec<String>,

@@ -426,6 +426,51 @@ fn shard_items(plan: &Plan, shard: Option<Shard>, sweep: bool) -> Vec<usize> {
     todo
 }
 
+/// For a run with a Gemini model: per scenario, how many tool schemas that some mode
+/// of the run declares use keywords outside the subset Gemini documents (they are sent
+/// as written), on stderr, with the command that lists them tool by tool.
+fn gemini_notes(p: &Prepared, backends: &[Arc<dyn Backend>]) {
+    let gemini = crate::names::GEMINI.provider;
+    if !backends
+        .iter()
+        .any(|b| b.names().is_some_and(|r| r.provider == gemini))
+    {
+        return;
+    }
+    for sc in &p.scenarios {
+        let mut noted = HashSet::new();
+        for mode in &p.modes {
+            let Ok(comp) = crate::strategy::Composite::new(
+                &sc.catalog,
+                sc.agent.instructions.as_deref(),
+                mode.with_overrides(&sc.agent.modes),
+                &p.templates,
+                p.protocol,
+            ) else {
+                continue;
+            };
+            for t in comp.all_tools().iter() {
+                if !noted.contains(&t.name) && !crate::model::gemini::schema_notes(t).is_empty() {
+                    noted.insert(t.name.clone());
+                }
+            }
+        }
+        if !noted.is_empty() {
+            eprintln!(
+                "note: {} of `{}` use JSON Schema keywords outside the subset Gemini \
+                 documents; they are sent as written (`discbench tokens {} --names gemini` \
+                 lists them)",
+                match noted.len() {
+                    1 => "1 tool schema".to_string(),
+                    n => format!("{n} tool schemas"),
+                },
+                sc.name,
+                sc.path.display()
+            );
+        }
+    }
+}
+
 fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
     let p = config::prepare(&a.common)?;
     let specs = if a.models.is_empty() {
@@ -434,6 +479,7 @@ fn fresh(a: &RunArgs, shard: Option<Shard>) -> Result<Ready, Failure> {
         a.models.clone()
     };
     let (models, backends) = backends(&specs, &a.endpoints)?;
+    gemini_notes(&p, &backends);
     let (repeat, max_requests) = config::repeat_and_requests(a.repeat, a.max_requests)?;
     let run_id = a.run_id.clone().unwrap_or_else(timestamp_id);
     if run_id.is_empty() || run_id.contains(['/', '\\']) || run_id.starts_with('.') {

@@ -12,7 +12,9 @@
 //! request and an agent loop that ends on an answer could never end), and
 //! `generationConfig` (temperature, `maxOutputTokens`, seed, and JSON output for the
 //! selection step's JSON level). The key goes in the `x-goog-api-key` header, never
-//! in the URL.
+//! in the URL. A call the API could not make (`MALFORMED_FUNCTION_CALL`) goes back
+//! as text, its error too: a `functionCall` the model never made would carry no
+//! thought signature, which Gemini 3 refuses.
 //!
 //! An answer's parts are read back: text (thought summaries aside), function calls
 //! (their `args` object as the call's arguments), and — when any part carries a
@@ -204,6 +206,10 @@ fn from_api(id: &str) -> bool {
     !id.starts_with(MADE_UP_ID)
 }
 
+/// The id prefix of a call the API could not make (a malformed or unexpected call):
+/// it goes back as text, never as a `functionCall` the model did not make.
+const MALFORMED_ID: &str = "discbench-malformed-";
+
 /// A call as a `functionCall` part: its arguments as the object the API takes (an
 /// answer that was not one goes back as `{}`: the error was already answered).
 fn call_part(c: &ToolCall) -> Value {
@@ -252,7 +258,14 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
                     if let Some(t) = content.as_deref().filter(|t| !t.is_empty()) {
                         parts.push(json!({"text": t}));
                     }
-                    parts.extend(tool_calls.iter().map(call_part));
+                    parts.extend(tool_calls.iter().map(|c| {
+                        if c.id.starts_with(MALFORMED_ID) {
+                            // What the API said of the call it could not make.
+                            json!({ "text": c.arguments })
+                        } else {
+                            call_part(c)
+                        }
+                    }));
                     if parts.is_empty() {
                         // A turn holds at least one part: an empty answer is empty text.
                         parts.push(json!({"text": ""}));
@@ -267,6 +280,11 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
                 content,
                 ..
             } => {
+                if tool_call_id.starts_with(MALFORMED_ID) {
+                    // The error answered to a call the API could not make, as text.
+                    results.push(json!({ "text": content }));
+                    continue;
+                }
                 let mut f = Map::new();
                 if from_api(tool_call_id) {
                     f.insert("id".into(), json!(tool_call_id));
@@ -325,14 +343,14 @@ pub fn body(endpoint: &Endpoint, _purpose: Purpose, cx: &Context) -> Value {
     Value::Object(b)
 }
 
-/// Finish reasons that mean the answer was withheld for its content.
-const REFUSALS: [&str; 7] = [
+/// Finish reasons that mean the answer was withheld for its content (`LANGUAGE`, a
+/// language the model does not support, is not one: its answer is empty).
+const REFUSALS: [&str; 6] = [
     "SAFETY",
     "RECITATION",
     "BLOCKLIST",
     "PROHIBITED_CONTENT",
     "SPII",
-    "LANGUAGE",
     "IMAGE_SAFETY",
 ];
 
@@ -431,7 +449,7 @@ pub fn parse(v: &Value) -> Result<Answer, ModelError> {
         // The call the model tried, as text that does not parse: scored as a
         // malformed call. Its parts are not sent back (they hold no such call).
         calls.push(ToolCall {
-            id: format!("{MADE_UP_ID}malformed-{}", parts.len()),
+            id: format!("{MALFORMED_ID}{}", parts.len()),
             name: malformed_name(message).unwrap_or_default(),
             arguments: if message.is_empty() {
                 finish.to_string()
@@ -667,10 +685,36 @@ mod tests {
         assert_eq!(m.response.echo, None);
         // Nothing was read from the cache: the request says so all the same.
         assert_eq!(m.usage.unwrap().cached_input, Some(0));
+        // Sent back: the API's words as text, and the error as text, no call.
+        let cx = Context {
+            messages: vec![
+                Message::User {
+                    content: "Hi".into(),
+                },
+                Message::assistant(None, m.response.calls.clone()),
+                Message::Tool {
+                    tool_call_id: m.response.calls[0].id.clone(),
+                    name: "a".into(),
+                    content: "arguments are not JSON".into(),
+                    references: Vec::new(),
+                },
+            ],
+            ..Context::default()
+        };
+        let b = body(&endpoint(), Purpose::Act, &cx);
+        assert_eq!(
+            b["contents"][1]["parts"],
+            json!([{"text": "Malformed function call: print(default_api.a(q=))"}])
+        );
+        assert_eq!(
+            b["contents"][2],
+            json!({"role": "user", "parts": [{"text": "arguments are not JSON"}]})
+        );
         let u = finish("UNEXPECTED_TOOL_CALL", "");
         assert_eq!(u.response.calls[0].arguments, "UNEXPECTED_TOOL_CALL");
         assert!(finish("MAX_TOKENS", "").truncated);
         assert_eq!(finish("SAFETY", "").refusal.as_deref(), Some("SAFETY"));
+        assert_eq!(finish("LANGUAGE", "").refusal, None);
         assert_eq!(finish("STOP", "").refusal, None);
         let blocked =
             parse(&json!({"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}})).unwrap();

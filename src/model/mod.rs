@@ -141,8 +141,8 @@ fn direct_entry(name: &str, provider: &str, model: &str, o: &ModelOptions) -> En
 /// The endpoint: base URL from the entry, else the flag, else the provider's
 /// variable (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `GEMINI_BASE_URL`), else the
 /// provider's own; the key from `api_key_env`, else `OPENAI_API_KEY` /
-/// `ANTHROPIC_API_KEY` / `GEMINI_API_KEY` (then `GOOGLE_API_KEY`, as Google's SDK
-/// reads them).
+/// `ANTHROPIC_API_KEY` / `GOOGLE_API_KEY`, then `GEMINI_API_KEY` (the order
+/// google-genai reads them in).
 pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
     let (flag, url_var, key_var, default) = match entry.provider {
         Provider::Openai | Provider::OpenaiResponses => (
@@ -173,7 +173,8 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
     let key = |var: &str| (o.env)(var).filter(|k| !k.is_empty()).map(Secret::new);
     let key = match (&entry.api_key_env, entry.provider) {
         (Some(var), _) => key(var),
-        (None, Provider::Gemini) => key(key_var).or_else(|| key("GOOGLE_API_KEY")),
+        // google-genai's order: GOOGLE_API_KEY wins when both are set.
+        (None, Provider::Gemini) => key("GOOGLE_API_KEY").or_else(|| key(key_var)),
         (None, _) => key(key_var),
     };
     Endpoint {
@@ -198,7 +199,9 @@ pub fn endpoint(entry: &Entry, o: &ModelOptions) -> Endpoint {
 
 pub fn entry_backend(entry: &Entry, o: &ModelOptions) -> Result<Arc<dyn Backend>, String> {
     let mut e = endpoint(entry, o);
-    e.prices = entry.prices.or_else(|| prices::known_prices(&entry.model));
+    // Gemini's ids may be written `models/…`, as its API names them.
+    let id = entry.model.strip_prefix("models/").unwrap_or(&entry.model);
+    e.prices = entry.prices.or_else(|| prices::known_prices(id));
     // Anthropic bills cache reads and writes at their own rates: priced from the
     // published multipliers where the entry gives no price of its own.
     if entry.provider == Provider::Anthropic && e.cache.enabled {

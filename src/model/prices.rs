@@ -182,12 +182,12 @@ pub const KNOWN_PRICES: [(&str, Prices); 12] = [
             ..Prices::NONE
         },
     ),
+    // No cached-input price could be confirmed: cache reads are priced as input.
     (
         "gemini-2.5-flash-lite",
         Prices {
             input: 0.1,
             output: 0.4,
-            cached_input: Some(0.01),
             ..Prices::NONE
         },
     ),
