@@ -18,7 +18,7 @@ use discbench::cli::{dispatch, Cli, Environment};
 use discbench::model::backend::{Answer, Backend, GroundTruth, ModelError, Request, Session};
 use discbench::record::OutcomeKey;
 use discbench::runner::{run_one, Plan, RunConfig};
-use discbench::strategy::{Mode, ProtocolConfig, Templates};
+use discbench::strategy::Mode;
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::Message;
 
@@ -118,15 +118,13 @@ fn benches(c: &mut Criterion) {
     group.sample_size(10);
     for preset in ["progressive", "tool-search"] {
         let cfg = RunConfig {
-            run_id: "bench".into(),
             scenario_paths: vec![path.clone()],
-            modes: vec![Mode::preset(preset).unwrap()],
-            models: vec!["oracle".into()],
-            repeat: 1,
             max_requests: 8,
-            protocol: ProtocolConfig::default(),
-            templates: Arc::new(Templates::builtin()),
-            templates_dir: None,
+            ..RunConfig::new(
+                "bench",
+                vec![Mode::preset(preset).unwrap()],
+                vec!["oracle".into()],
+            )
         };
         // A plan lets each unit go after its last work item: one plan per run.
         let plan = || Plan::build(&scenarios, &cfg, &counter).expect("plan");

@@ -414,23 +414,16 @@ fn the_record_gives_back_every_outcome_exactly_as_the_run_produced_it() {
     use discbench::record::Outcome;
     use discbench::runner::{self, Plan, RunConfig};
     use discbench::strategy::mode::PRESETS;
-    use discbench::strategy::{Mode, ProtocolConfig, Templates};
+    use discbench::strategy::Mode;
     use discbench::tokens::{Counter, Encoding};
-    use std::sync::Arc;
 
     let counter = Counter::new(Encoding::O200kBase);
     let scenarios = discbench::scenario::load_all(&[PathBuf::from(SCENARIOS[0])]).unwrap();
-    let cfg = RunConfig {
-        run_id: "rt".into(),
-        scenario_paths: Vec::new(),
-        modes: PRESETS.iter().map(|p| Mode::preset(p).unwrap()).collect(),
-        models: vec!["oracle".into(), "lexical".into()],
-        repeat: 1,
-        max_requests: 10,
-        protocol: ProtocolConfig::default(),
-        templates: Arc::new(Templates::builtin()),
-        templates_dir: None,
-    };
+    let cfg = RunConfig::new(
+        "rt",
+        PRESETS.iter().map(|p| Mode::preset(p).unwrap()).collect(),
+        vec!["oracle".into(), "lexical".into()],
+    );
     let plan = Plan::build(&scenarios, &cfg, &counter).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut w = OutcomeWriter::open(dir.path()).unwrap();

@@ -275,9 +275,8 @@ fn near_duplicates_draw_the_tools_closest_to_what_a_query_needs() {
 #[test]
 fn the_oracle_reaches_every_expectation_at_every_size() {
     use discbench::runner::{self, Plan, RunConfig};
-    use discbench::strategy::{Mode, ProtocolConfig, Templates};
+    use discbench::strategy::Mode;
     use discbench::tokens::{Counter, Encoding};
-    use std::sync::Arc;
     let base = scenario::load(Path::new("scenarios/mcp-reference.yaml")).unwrap();
     let (points, _) = sweep::sweep(&base, pool(), &spec(&[10, 100], 5, false)).unwrap();
     let counter = Counter::new(Encoding::O200kBase);
@@ -290,17 +289,7 @@ fn the_oracle_reaches_every_expectation_at_every_size() {
         "code-mode",
         "code-files",
     ] {
-        let cfg = RunConfig {
-            run_id: "t".into(),
-            scenario_paths: Vec::new(),
-            modes: vec![Mode::parse(mode).unwrap()],
-            models: vec!["oracle".into()],
-            repeat: 1,
-            max_requests: 10,
-            protocol: ProtocolConfig::default(),
-            templates: Arc::new(Templates::builtin()),
-            templates_dir: None,
-        };
+        let cfg = RunConfig::new("t", vec![Mode::parse(mode).unwrap()], vec!["oracle".into()]);
         let plan = Plan::build(&points, &cfg, &counter).unwrap();
         for (i, item) in plan.items.iter().enumerate() {
             let o = runner::run_one(&plan, i, oracle.as_ref(), &counter);
@@ -466,25 +455,18 @@ fn a_sweep_is_one_run_that_resumes_shards_merges_and_draws_its_curves() {
 #[test]
 fn a_sweeps_items_start_view_by_view() {
     use discbench::runner::{Plan, RunConfig};
-    use discbench::strategy::{Mode, ProtocolConfig, Templates};
+    use discbench::strategy::Mode;
     use discbench::tokens::{Counter, Encoding};
-    use std::sync::Arc;
     let base = hub();
     let (points, _) = sweep::sweep(&base, pool(), &spec(&[10, 30], 2, false)).unwrap();
-    let cfg = RunConfig {
-        run_id: "t".into(),
-        scenario_paths: Vec::new(),
-        modes: vec![
+    let cfg = RunConfig::new(
+        "t",
+        vec![
             Mode::parse("progressive").unwrap(),
             Mode::parse("tool-search").unwrap(),
         ],
-        models: vec!["oracle".into(), "lexical".into()],
-        repeat: 1,
-        max_requests: 10,
-        protocol: ProtocolConfig::default(),
-        templates: Arc::new(Templates::builtin()),
-        templates_dir: None,
-    };
+        vec!["oracle".into(), "lexical".into()],
+    );
     let counter = Counter::new(Encoding::O200kBase);
     let plan = Plan::build(&points, &cfg, &counter).unwrap();
     let mut todo: Vec<usize> = (0..plan.items.len()).collect();

@@ -21,3 +21,22 @@ pub struct RunConfig {
     pub templates: Arc<Templates>,
     pub templates_dir: Option<PathBuf>,
 }
+
+impl RunConfig {
+    /// A run of `models` under `modes` with every other setting at its default: no
+    /// recorded scenario paths, one repeat, [`DEFAULT_MAX_REQUESTS`], the default
+    /// protocol and the built-in templates (change any with struct update syntax).
+    pub fn new(run_id: impl Into<String>, modes: Vec<Mode>, models: Vec<String>) -> RunConfig {
+        RunConfig {
+            run_id: run_id.into(),
+            scenario_paths: Vec::new(),
+            modes,
+            models,
+            repeat: 1,
+            max_requests: DEFAULT_MAX_REQUESTS,
+            protocol: ProtocolConfig::default(),
+            templates: Arc::new(Templates::builtin()),
+            templates_dir: None,
+        }
+    }
+}

@@ -404,30 +404,22 @@ fn render_eagerly(
     eager: &[(usize, bool, String)],
     counter: &Counter,
 ) -> Result<(), PlanError> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(eager.len().max(1));
-    let failures: Mutex<Vec<(usize, crate::strategy::TemplateError)>> = Mutex::default();
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((u, keep, _)) = eager.get(i) else {
-                    break;
-                };
-                match units[*u].render(counter) {
-                    Ok(unit) if *keep => {
-                        units[*u].held.lock().expect("unit slot lock").unit = Some(Arc::new(unit));
-                    }
-                    Ok(_) => {}
-                    Err(e) => failures.lock().expect("failures lock").push((i, e)),
+    use rayon::prelude::*;
+    // The first failure in plan order, whichever core meets it first.
+    let failure = eager
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, (u, keep, _))| match units[*u].render(counter) {
+            Ok(unit) => {
+                if *keep {
+                    units[*u].held.lock().expect("unit slot lock").unit = Some(Arc::new(unit));
                 }
-            });
-        }
-    });
-    let failures = failures.into_inner().expect("failures lock");
-    match failures.into_iter().min_by_key(|(i, _)| *i) {
+                None
+            }
+            Err(e) => Some((i, e)),
+        })
+        .min_by_key(|(i, _)| *i);
+    match failure {
         None => Ok(()),
         Some((i, source)) => {
             let (u, _, scenario) = &eager[i];

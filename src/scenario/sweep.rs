@@ -129,30 +129,15 @@ pub fn load_pool(paths: &[PathBuf]) -> Result<Pool, InputErrors> {
             .to_string();
         load_mcp_dump(f, &stem)
     };
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let slots: Vec<std::sync::Mutex<Option<_>>> =
-        files.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files.len());
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(f) = files.get(i) else { break };
-                *slots[i].lock().expect("pool slot") = Some(read(f));
-            });
-        }
-    });
+    let read: Vec<_> = {
+        use rayon::prelude::*;
+        files.par_iter().map(read).collect()
+    };
     let mut servers = Vec::new();
     let mut sources = BTreeMap::new();
     let mut errors = Vec::new();
-    for (f, slot) in files.into_iter().zip(slots) {
-        match slot
-            .into_inner()
-            .expect("pool slot")
-            .expect("every file read")
-        {
+    for (f, slot) in files.into_iter().zip(read) {
+        match slot {
             Ok((server, hash)) => {
                 sources.insert(f, hash);
                 servers.push(server);

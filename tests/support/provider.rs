@@ -43,7 +43,7 @@ use discbench::record::OutcomeKey;
 use discbench::runner::tally::Tally;
 use discbench::runner::{Plan, RunConfig};
 use discbench::scenario::{self, Scenario};
-use discbench::strategy::{selection, Composite, Level, Mode, ProtocolConfig, Templates};
+use discbench::strategy::{selection, Composite, Level, Mode};
 use discbench::tokens::{Counter, Encoding, Ledger};
 use discbench::wire::{Context, Message, Response, ToolCall, ToolDef};
 
@@ -94,17 +94,11 @@ impl World {
             .map(|p| scenario::load(Path::new(p)).unwrap_or_else(|e| panic!("{p}: {e}")))
             .collect();
         let counter = Counter::new(Encoding::O200kBase);
-        let cfg = RunConfig {
-            run_id: "provider".into(),
-            scenario_paths: Vec::new(),
-            modes: vec![Mode::parse(mode).unwrap()],
-            models: vec!["oracle".into()],
-            repeat: 1,
-            max_requests: discbench::runner::DEFAULT_MAX_REQUESTS,
-            protocol: ProtocolConfig::default(),
-            templates: Arc::new(Templates::builtin()),
-            templates_dir: None,
-        };
+        let cfg = RunConfig::new(
+            "provider",
+            vec![Mode::parse(mode).unwrap()],
+            vec!["oracle".into()],
+        );
         let plan = Plan::build(&scs, &cfg, &counter).unwrap();
         let mut units: Vec<Unit> = Vec::new();
         let mut index: HashMap<usize, usize> = HashMap::new();

@@ -9,7 +9,7 @@ use discbench::model::{Answer, Backend, GroundTruth, ModelError, Purpose, Reques
 use discbench::record::{Outcome, OutcomeKey};
 use discbench::runner::{self, Plan, RunConfig};
 use discbench::scenario::Scenario;
-use discbench::strategy::{Mode, ProtocolConfig, Templates};
+use discbench::strategy::{Mode, ProtocolConfig};
 use discbench::tokens::{Counter, Encoding};
 use discbench::wire::{Context, Response};
 
@@ -70,15 +70,13 @@ pub fn run_query(
 ) -> Outcome {
     let counter = Counter::new(Encoding::O200kBase);
     let rc = RunConfig {
-        run_id: "fidelity".into(),
-        scenario_paths: Vec::new(),
-        modes: vec![Mode::parse(mode).unwrap()],
-        models: vec![backend.name().into()],
-        repeat: 1,
         max_requests: 6,
         protocol: cfg,
-        templates: Arc::new(Templates::builtin()),
-        templates_dir: None,
+        ..RunConfig::new(
+            "fidelity",
+            vec![Mode::parse(mode).unwrap()],
+            vec![backend.name().into()],
+        )
     };
     let plan = Plan::build(std::slice::from_ref(sc), &rc, &counter).unwrap();
     let item = plan
