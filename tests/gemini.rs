@@ -66,25 +66,7 @@ const PLAY: Play = Play {
 /// kept in the returned list (a panic would only reach the client as a dropped
 /// connection).
 fn gemini(world: Arc<World>, scenarios: &[&str], play: Play) -> (Server, Arc<Mutex<Vec<String>>>) {
-    let mut rendered: Vec<discbench::wire::ToolDef> = Vec::new();
-    for sc in scenarios {
-        let catalog = discbench::scenario::load(Path::new(sc)).unwrap().catalog;
-        for (name, _) in catalog.exposed_tool_names() {
-            rendered.push(discbench::wire::ToolDef {
-                name,
-                description: String::new(),
-                parameters: json!({}),
-            });
-        }
-    }
-    let map = discbench::names::NameMap::of(
-        &discbench::wire::Context {
-            tools: rendered.into(),
-            ..Default::default()
-        },
-        &discbench::names::GEMINI,
-    )
-    .unwrap_or_default();
+    let map = provider::rendered_names(scenarios, &discbench::names::GEMINI);
     let problems: Arc<Mutex<Vec<String>>> = Default::default();
     let found = problems.clone();
     let issued: Arc<Mutex<HashMap<String, Value>>> = Default::default();
@@ -216,32 +198,6 @@ fn run(
         .unwrap()
 }
 
-/// Every file the run wrote, and what it printed, is free of the key.
-fn assert_no_secret(dir: &Path, o: &std::process::Output) {
-    let mut stack = vec![dir.to_path_buf()];
-    let mut files = 0;
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files += 1;
-                let bytes = std::fs::read(&p).unwrap();
-                assert!(
-                    !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-                    "{} holds the key",
-                    p.display()
-                );
-            }
-        }
-    }
-    assert!(files > 5, "the run wrote its files");
-    for stream in [&o.stdout, &o.stderr] {
-        assert!(!String::from_utf8_lossy(stream).contains(KEY));
-    }
-}
-
 fn no_problems(problems: &Mutex<Vec<String>>, label: &str) {
     let p = problems.lock().unwrap();
     assert!(
@@ -353,7 +309,7 @@ fn suite_under(mode: &str) -> Vec<Seen> {
         "{mode}: {err}"
     );
     if mode == "progressive" {
-        assert_no_secret(tmp.path(), &o);
+        support::cli::assert_no_secret(tmp.path(), &o, KEY);
     }
     seen
 }

@@ -254,33 +254,7 @@ fn openai_tool_calls_parallel_calls_usage_and_misbehaviour() {
     assert!(seen.iter().all(|s| s
         .headers
         .contains(&("authorization".into(), format!("Bearer {KEY}")))));
-    assert_no_secret(tmp.path(), &o);
-}
-
-/// Every file the run wrote, and what it printed, is free of the key.
-fn assert_no_secret(dir: &Path, o: &Output) {
-    let mut stack = vec![dir.to_path_buf()];
-    let mut files = 0;
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                files += 1;
-                let bytes = std::fs::read(&p).unwrap();
-                assert!(
-                    !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
-                    "{} holds the key",
-                    p.display()
-                );
-            }
-        }
-    }
-    assert!(files > 5, "the run wrote its files");
-    for stream in [&o.stdout, &o.stderr] {
-        assert!(!String::from_utf8_lossy(stream).contains(KEY));
-    }
+    support::cli::assert_no_secret(tmp.path(), &o, KEY);
 }
 
 #[test]
@@ -351,7 +325,7 @@ fn anthropic_tool_use_and_tool_results() {
     assert_eq!(m[2]["role"], json!("user"));
     assert_eq!(m[2]["content"][0]["type"], json!("tool_result"));
     assert_eq!(m[2]["content"][0]["tool_use_id"], json!("toolu_1"));
-    assert_no_secret(tmp.path(), &o);
+    support::cli::assert_no_secret(tmp.path(), &o, KEY);
 }
 
 /// The selection step over the wire: a forced call of `select_tools`, in each

@@ -1065,25 +1065,7 @@ fn accepted(name: &str) -> bool {
 /// the docs (OpenAI's: a refused name is cut and suffixed with a hash of the whole
 /// name), applied to every name the scenarios' catalogs render.
 fn chat(world: Arc<World>, scenarios: &[&str]) -> support::server::Server {
-    let mut rendered: Vec<discbench::wire::ToolDef> = Vec::new();
-    for sc in scenarios {
-        let catalog = discbench::scenario::load(Path::new(sc)).unwrap().catalog;
-        for (name, _) in catalog.exposed_tool_names() {
-            rendered.push(discbench::wire::ToolDef {
-                name,
-                description: String::new(),
-                parameters: json!({}),
-            });
-        }
-    }
-    let map = discbench::names::NameMap::of(
-        &discbench::wire::Context {
-            tools: rendered.into(),
-            ..Default::default()
-        },
-        &discbench::names::OPENAI,
-    )
-    .unwrap_or_default();
+    let map = provider::rendered_names(scenarios, &discbench::names::OPENAI);
     serve(move |s: &Seen, _| {
         assert_eq!(s.path, "/v1/chat/completions");
         let b = &s.body;

@@ -92,6 +92,20 @@ impl Prices {
     }
 }
 
+/// Gemini 3.x Pro's prices, with the tier above 200,000 prompt tokens.
+const GEMINI_3_PRO: Prices = Prices {
+    input: 2.0,
+    output: 12.0,
+    cached_input: Some(0.2),
+    above: Some(Tier {
+        prompt_tokens: 200_000,
+        input: 4.0,
+        output: 18.0,
+        cached_input: Some(0.4),
+    }),
+    ..Prices::NONE
+};
+
 /// List prices (USD per million tokens) of a few well-known models: OpenAI's and
 /// Anthropic's as published in 2025, Gemini's as read on 2026-11-28 (standard paid
 /// tier; cached input is the context-caching read price; thinking is billed as
@@ -191,37 +205,9 @@ pub const KNOWN_PRICES: [(&str, Prices); 12] = [
             ..Prices::NONE
         },
     ),
-    (
-        "gemini-3.1-pro-preview",
-        Prices {
-            input: 2.0,
-            output: 12.0,
-            cached_input: Some(0.2),
-            above: Some(Tier {
-                prompt_tokens: 200_000,
-                input: 4.0,
-                output: 18.0,
-                cached_input: Some(0.4),
-            }),
-            ..Prices::NONE
-        },
-    ),
+    ("gemini-3.1-pro-preview", GEMINI_3_PRO),
     // The id now names 3.1 Pro (3 Pro Preview was retired on 2026-03-09).
-    (
-        "gemini-3-pro-preview",
-        Prices {
-            input: 2.0,
-            output: 12.0,
-            cached_input: Some(0.2),
-            above: Some(Tier {
-                prompt_tokens: 200_000,
-                input: 4.0,
-                output: 18.0,
-                cached_input: Some(0.4),
-            }),
-            ..Prices::NONE
-        },
-    ),
+    ("gemini-3-pro-preview", GEMINI_3_PRO),
     // No cached-input price could be confirmed: cache reads are priced as input.
     (
         "gemini-3-flash-preview",

@@ -4,6 +4,7 @@
 // Each user needs only part of it.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 /// The binary, in CI mode, with none of the variables that change modes or protocol
@@ -34,4 +35,31 @@ pub fn ok(o: &Output) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Every file a run wrote under `dir` (more than five of them), and what it printed,
+/// is free of `key`.
+pub fn assert_no_secret(dir: &Path, o: &Output, key: &str) {
+    let mut stack = vec![dir.to_path_buf()];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                files += 1;
+                let bytes = std::fs::read(&p).unwrap();
+                assert!(
+                    !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                    "{} holds the key",
+                    p.display()
+                );
+            }
+        }
+    }
+    assert!(files > 5, "the run wrote its files");
+    for stream in [&o.stdout, &o.stderr] {
+        assert!(!String::from_utf8_lossy(stream).contains(key));
+    }
 }

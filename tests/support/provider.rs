@@ -1335,3 +1335,31 @@ pub fn gemini_answer(r: &Response, usage: Value, ids: bool, signature: Option<&s
         "modelVersion": "gemini-test",
     })
 }
+
+/// The names `rule`'s provider is sent for every tool name the scenarios' catalogs
+/// render, both ways: a local provider reads what it receives back into the names
+/// discbench renders (and the oracle knows) with it.
+pub fn rendered_names(
+    scenarios: &[&str],
+    rule: &discbench::names::NameRule,
+) -> discbench::names::NameMap {
+    let mut rendered: Vec<ToolDef> = Vec::new();
+    for sc in scenarios {
+        let catalog = scenario::load(Path::new(sc)).unwrap().catalog;
+        for (name, _) in catalog.exposed_tool_names() {
+            rendered.push(ToolDef {
+                name,
+                description: String::new(),
+                parameters: json!({}),
+            });
+        }
+    }
+    discbench::names::NameMap::of(
+        &Context {
+            tools: rendered.into(),
+            ..Default::default()
+        },
+        rule,
+    )
+    .unwrap_or_default()
+}
