@@ -3,8 +3,8 @@
 //! oracle as the model and nothing recorded, measured between the model's answers —
 //! the time from one answer to the next request, summed over a turn's requests — at
 //! turn 5 and at turn 50. Counting and the cache prediction are incremental (each
-//! message is counted and hashed once), so turn 50 should cost what turn 5 does, but
-//! for building the request, which copies the history. Also the built-in
+//! message is counted and hashed once), and the history is lent to each request, not
+//! copied, so turn 50 should cost what turn 5 does. Also the built-in
 //! `conversations` scenario under every default preset with both mock models, in model
 //! requests per second.
 
@@ -128,17 +128,23 @@ fn benches(c: &mut Criterion) {
         };
         // A plan lets each unit go after its last work item: one plan per run.
         let plan = || Plan::build(&scenarios, &cfg, &counter).expect("plan");
-        let median = |turn: usize, runs: usize| {
-            let mut v: Vec<Duration> = (0..runs)
-                .map(|_| per_turn(&plan(), &counter)[turn - 1])
-                .collect();
+        // Turn 5 and turn 50 are taken from the same runs (paired): on a shared
+        // machine, two sets of runs a minute apart differ by more than the turns do.
+        let runs: Vec<Vec<Duration>> = (0..41).map(|_| per_turn(&plan(), &counter)).collect();
+        let median = |turn: usize| {
+            let mut v: Vec<Duration> = runs.iter().map(|r| r[turn - 1]).collect();
             v.sort();
-            v[runs / 2]
+            v[v.len() / 2]
         };
-        let (t5, t50) = (median(5, 41), median(TURNS, 41));
+        let shape: Vec<String> = [2, 5, 10, 20, 30, 40, TURNS]
+            .iter()
+            .map(|&t| format!("{t}: {:.0?}", median(t)))
+            .collect();
+        let (t5, t50) = (median(5), median(TURNS));
         println!(
-            "{preset}: harness work per turn, median of 41 runs: turn 5 {t5:?}, turn 50 {t50:?} ({:+.0}%)",
-            (t50.as_secs_f64() / t5.as_secs_f64() - 1.0) * 100.0
+            "{preset}: harness work per turn, median of 41 runs: turn 5 {t5:?}, turn 50 {t50:?} ({:+.0}%); by turn {}",
+            (t50.as_secs_f64() / t5.as_secs_f64() - 1.0) * 100.0,
+            shape.join(", ")
         );
         for turn in [5, TURNS] {
             group.bench_function(

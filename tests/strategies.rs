@@ -576,7 +576,7 @@ fn allowed_tools_sends_every_definition_and_refuses_calls_outside_the_pick() {
     let before = comp.visible_tools(&st);
     assert_eq!(before.len(), comp.all_tools().len() + 1);
     assert_eq!(before.last().unwrap().name, "request_tools");
-    let cx = comp.context(&st, &[]);
+    let cx = comp.context(&st, Vec::new());
     let allowed = cx.allowed.clone().unwrap();
     assert!(allowed.contains(&picked) && !allowed.contains(&other));
     assert!(allowed.contains(&"request_tools".to_string()));
@@ -591,7 +591,11 @@ fn allowed_tools_sends_every_definition_and_refuses_calls_outside_the_pick() {
     assert!(matches!(r.effect, Effect::Fetched { ref addresses, .. } if addresses.is_empty()));
     let after = comp.visible_tools(&st);
     assert!(Arc::ptr_eq(&before, &after), "the list never changes");
-    assert!(comp.context(&st, &[]).allowed.unwrap().contains(&other));
+    assert!(comp
+        .context(&st, Vec::new())
+        .allowed
+        .unwrap()
+        .contains(&other));
     let r = comp.resolve(&call(&other, json!({})), &mut st, &dbs);
     assert!(matches!(r.effect, Effect::Executed { .. }), "{}", r.content);
     // Every definition is shown from the start: no call to an allowed tool is blind.

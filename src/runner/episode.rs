@@ -375,7 +375,9 @@ impl Episode<'_> {
             }
             n_requests = k;
             let request = conv.requests.len() + 1;
-            let cx = comp.context(&lock(state), &conv.messages);
+            // The history goes into the request and comes back after the answer: it is
+            // lent, never copied, so a request costs no more for a longer conversation.
+            let mut cx = comp.context(&lock(state), std::mem::take(&mut conv.messages));
             // What is counted is what is sent: a provider that refuses some of FIM
             // One's names gets others ([`crate::names`]), and those are counted.
             let map = names.and_then(|r| crate::names::NameMap::of(&cx, &r));
@@ -557,19 +559,25 @@ impl Episode<'_> {
             conv.ledger.billed_input += req;
             conv.cached_per_request.push(cached);
             conv.ledger.peak_context = conv.ledger.peak_context.max(req);
-            let answer = match asker.ask(Purpose::Act, &cx).await {
+            let offered_tools = counted.tools.clone();
+            let n_tools = cx.tools.len();
+            let asked = asker.ask(Purpose::Act, &cx).await;
+            drop(sent);
+            conv.messages = std::mem::take(&mut cx.messages);
+            drop(cx);
+            let answer = match asked {
                 Ok(a) => a,
                 // The request was too large for the model: the strategy failed here.
                 Err(ModelError::ContextOverflow { .. }) => {
                     overflowed = true;
                     conv.requests
-                        .push(RequestRecord::new(request, req, cx.tools.len(), entered));
+                        .push(RequestRecord::new(request, req, n_tools, entered));
                     break;
                 }
                 Err(e) => {
                     conv.infra_error = Some(e.to_string());
                     conv.requests
-                        .push(RequestRecord::new(request, req, cx.tools.len(), entered));
+                        .push(RequestRecord::new(request, req, n_tools, entered));
                     break;
                 }
             };
@@ -583,7 +591,7 @@ impl Episode<'_> {
                 if said.trim().is_empty() && answer.refusal.is_none() {
                     empty += 1;
                 }
-                let offered: Vec<&str> = counted.tools.iter().map(|t| t.name.as_str()).collect();
+                let offered: Vec<&str> = offered_tools.iter().map(|t| t.name.as_str()).collect();
                 if score::is_text_call(said, &offered) {
                     tally.text_calls += 1;
                 }
@@ -625,7 +633,7 @@ impl Episode<'_> {
                     usage,
                     latency_ms,
                     truncated,
-                    ..RequestRecord::new(request, req, cx.tools.len(), entered)
+                    ..RequestRecord::new(request, req, n_tools, entered)
                 });
                 break;
             }
@@ -673,7 +681,7 @@ impl Episode<'_> {
                 usage,
                 latency_ms,
                 truncated,
-                ..RequestRecord::new(request, req, cx.tools.len(), entered)
+                ..RequestRecord::new(request, req, n_tools, entered)
             });
             if k == unit.max_requests {
                 hit_max_requests = true;

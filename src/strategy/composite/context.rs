@@ -213,14 +213,15 @@ impl Composite {
         Ok(())
     }
 
-    /// The context of the next request.
-    pub fn context(&self, state: &State, messages: &[Message]) -> Context {
+    /// The context of the next request, holding `messages` (the history, moved in:
+    /// the runner takes it back after the answer).
+    pub fn context(&self, state: &State, messages: Vec<Message>) -> Context {
         Context {
             system: self.system.clone(),
             tools: self.visible_tools(state),
             tool_choice: None,
             json_mode: false,
-            messages: messages.to_vec(),
+            messages,
             allowed: self.allowed_names(state),
             native: self.native.clone(),
             groups: self.groups.clone(),
