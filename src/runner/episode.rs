@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::events::Event;
-use super::plan::Unit;
+use super::plan::{hash_of, ToolText, Unit};
 use super::retry::RetryPolicy;
 use super::tally::{Scored, Tally};
 use crate::environment::live::{Instances, Live, Side};
@@ -384,10 +384,11 @@ impl Episode<'_> {
             let sent = map.as_ref().map(|m| m.apply(&cx));
             let counted = sent.as_ref().unwrap_or(&cx);
             let mut entered = Vec::new();
-            // A tool's text and tokens: from the unit when it is one of the mode's
-            // fixed tools (rendered and counted once per unit; `request_tools`, the one
-            // tool whose text changes, is a reserved name), else counted now.
-            let tool_text = |t: &crate::wire::ToolDef| unit.tool_text(t, c);
+            // Each tool's text, tokens and hash, once per request: from the unit when
+            // it is one of the mode's fixed tools (rendered and counted once per unit;
+            // `request_tools`, the one tool whose text changes, is a reserved name),
+            // else counted now.
+            let texts: Vec<ToolText> = counted.tools.iter().map(|t| unit.tool_text(t, c)).collect();
             if request == 1 {
                 conv.system_sent = unit.system_tokens;
                 entered.push(Entry::new(
@@ -416,13 +417,13 @@ impl Episode<'_> {
             let up_front = k == 1;
             let adds = request > 1 && k == 1 && !query.turn_adds(t).is_empty();
             let grown_at = adds.then_some(t + 1);
-            for t in counted.tools.iter() {
+            for (t, tt) in counted.tools.iter().zip(&texts) {
                 if let Some(&was) = conv.seen_tools.get(&t.name) {
                     // A turn that adds to the catalog may lengthen a definition sent
                     // before (a meta-tool whose description lists the servers): what
                     // it gained is tool definitions of that turn.
                     if let Some(turn) = grown_at {
-                        let (n, text) = tool_text(t);
+                        let n = tt.tokens;
                         if n > was {
                             conv.ledger.tool_defs += n - was;
                             conv.seen_tools.insert(t.name.clone(), n);
@@ -430,13 +431,13 @@ impl Episode<'_> {
                                 Layer::ToolDefs,
                                 format!("{}, grown at turn {turn}", t.name),
                                 n - was,
-                                Some(text),
+                                Some(tt.text.to_string()),
                             ));
                         }
                     }
                     continue;
                 }
-                let (n, text) = tool_text(t);
+                let (n, text) = (tt.tokens, tt.text.to_string());
                 conv.seen_tools.insert(t.name.clone(), n);
                 if up_front {
                     conv.ledger.tool_defs += n;
@@ -470,7 +471,7 @@ impl Episode<'_> {
             // The whole request, as `Counter::context` counts it, with the mode's
             // fixed texts taken from the unit.
             let req = unit.system_tokens
-                + counted.tools.iter().map(|t| tool_text(t).0).sum::<usize>()
+                + texts.iter().map(|t| t.tokens).sum::<usize>()
                 + conv.sent_tokens;
             if request == 1 {
                 conv.ledger.first_request = req;
@@ -483,15 +484,13 @@ impl Episode<'_> {
             // The head of the request (the tool list before the history, the system
             // prompt), piece by piece.
             let head = {
-                let piece = |text: &str, n: usize| (hash_of(text), n);
                 let mut p: Vec<(u64, usize)> = Vec::new();
                 let mut later: Vec<(u64, usize)> = Vec::new();
-                for t in counted.tools.iter() {
-                    let (n, text) = tool_text(t);
+                for (t, tt) in counted.tools.iter().zip(&texts) {
                     if in_place && !conv.first_tools.contains(&t.name) {
-                        later.push(piece(&text, n));
+                        later.push((tt.hash, tt.tokens));
                     } else {
-                        p.push(piece(&text, n));
+                        p.push((tt.hash, tt.tokens));
                     }
                 }
                 if in_place && !later.is_empty() {
@@ -501,7 +500,7 @@ impl Episode<'_> {
                             .push((counted.messages.len(), later[known..].to_vec()));
                     }
                 }
-                p.push(piece(&counted.system, unit.system_tokens));
+                p.push((hash_of(&counted.system), unit.system_tokens));
                 p
             };
             // The longest prefix an earlier request of the conversation sent too: the
@@ -1112,11 +1111,6 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 
 fn expect_json(e: &Expect) -> serde_json::Value {
     serde_json::to_value(e).expect("expectations serialize")
-}
-
-/// A hash of a piece of a request, to find where two requests part.
-fn hash_of(text: &str) -> u64 {
-    hash_value(text)
 }
 
 /// A hash of a message or text, to tell the pieces of two requests apart.

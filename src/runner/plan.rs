@@ -57,33 +57,59 @@ pub struct Unit {
     /// Per top-level tool of the mode (not `request_tools`, whose text changes): its
     /// tokens and the exact JSON sent, made when an episode first sends it (a view of
     /// ten thousand deferred tools sends a few of them).
-    tool_texts: Mutex<HashMap<String, (usize, Arc<str>)>>,
+    tool_texts: Mutex<HashMap<String, ToolText>>,
+}
+
+/// A tool definition as sent: its tokens, its exact JSON and that JSON's hash (the
+/// piece the cache prediction chains). The text is shared, not copied, between the
+/// requests that send it.
+#[derive(Clone)]
+pub struct ToolText {
+    pub tokens: usize,
+    pub text: Arc<str>,
+    pub hash: u64,
+}
+
+impl ToolText {
+    fn new(t: &crate::wire::ToolDef, counter: &Counter) -> ToolText {
+        let text = t.wire_json();
+        ToolText {
+            tokens: counter.count(&text),
+            hash: hash_of(&text),
+            text: Arc::from(text),
+        }
+    }
+}
+
+/// A text's hash, to tell the pieces of two requests apart.
+pub fn hash_of(text: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
 }
 
 impl Unit {
-    /// A tool definition's tokens and its JSON as sent: made once per unit for the
-    /// mode's own tools, made anew for any other (`request_tools`, or a name a
-    /// provider's name rule changed).
-    pub fn tool_text(&self, t: &crate::wire::ToolDef, counter: &Counter) -> (usize, String) {
+    /// A tool definition as sent: kept once per unit for the mode's own tools, made
+    /// anew for any other (`request_tools`, or a name a provider's name rule changed).
+    pub fn tool_text(&self, t: &crate::wire::ToolDef, counter: &Counter) -> ToolText {
         if !self.composite.is_own_tool(&t.name) {
-            let text = t.wire_json();
-            return (counter.count(&text), text);
+            return ToolText::new(t, counter);
         }
-        if let Some((n, text)) = self
+        if let Some(known) = self
             .tool_texts
             .lock()
             .expect("tool texts lock")
             .get(&t.name)
         {
-            return (*n, text.to_string());
+            return known.clone();
         }
-        let text = t.wire_json();
-        let n = counter.count(&text);
+        let made = ToolText::new(t, counter);
         self.tool_texts
             .lock()
             .expect("tool texts lock")
-            .insert(t.name.clone(), (n, Arc::from(text.as_str())));
-        (n, text)
+            .insert(t.name.clone(), made.clone());
+        made
     }
 }
 
