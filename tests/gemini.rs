@@ -18,24 +18,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::cli::{bin, ok};
+use support::cli::{bin, ok, outcomes, read};
 use support::provider::{self, OpenAiCache, World};
 use support::server::{serve, Reply, Seen, Server};
 
 const KEY: &str = "gm-test-discbench-4Kd8PLACEHOLDER";
 /// Thinking tokens every answer of the local server reports.
 const THOUGHTS: u64 = 5;
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn outcomes(dir: &Path) -> Vec<Value> {
-    read(&dir.join("outcomes.jsonl"))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// How the local server plays Gemini.
 #[derive(Clone, Copy)]

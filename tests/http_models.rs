@@ -55,12 +55,9 @@ fn run_tiny(out: &Path, model: &str, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The outcomes of the run the tests write as `x`.
 fn outcomes(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(dir.join("x/outcomes.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    support::cli::outcomes(&dir.join("x"))
 }
 
 fn by_query<'a>(os: &'a [Value], q: &str) -> &'a Value {

@@ -14,20 +14,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
-use support::cli::{bin, ok};
+use support::cli::{bin, ok, outcomes, read};
 use support::provider::{self, AnthropicCache, World};
 use support::server::{serve, Reply, Seen};
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn outcomes(dir: &Path) -> Vec<Value> {
-    read(&dir.join("outcomes.jsonl"))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 /// How a local Messages API bills its cache.
 #[derive(Clone, Copy)]

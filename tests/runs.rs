@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::cli::{bin, ok};
+use support::cli::{bin, ok, read};
 
 /// The scenarios these tests run: the tiny one and one from the suite that runs the
 /// selection step and `request_tools`.
@@ -27,10 +27,6 @@ fn run(out: &Path, scenarios: &[&str], extra: &[&str]) -> PathBuf {
         .unwrap();
     ok(&o);
     out.join("x")
-}
-
-fn read(p: &Path) -> String {
-    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// The outcome lines, sorted (episodes finish in any order).

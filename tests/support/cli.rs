@@ -63,3 +63,16 @@ pub fn assert_no_secret(dir: &Path, o: &Output, key: &str) {
         assert!(!String::from_utf8_lossy(stream).contains(key));
     }
 }
+
+/// A file's text, or a failure naming the file.
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The outcome lines of the run in `dir`, parsed, in the order written.
+pub fn outcomes(dir: &Path) -> Vec<serde_json::Value> {
+    read(&dir.join("outcomes.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
