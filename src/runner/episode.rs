@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::events::Event;
-use super::plan::{hash_of, ToolText, Unit};
+use super::plan::{hash_value, ToolText, Unit};
 use super::retry::RetryPolicy;
 use super::tally::{Scored, Tally};
 use crate::environment::live::{Instances, Live, Side};
@@ -500,7 +500,7 @@ impl Episode<'_> {
                             .push((counted.messages.len(), later[known..].to_vec()));
                     }
                 }
-                p.push((hash_of(&counted.system), unit.system_tokens));
+                p.push((hash_value(counted.system.as_str()), unit.system_tokens));
                 p
             };
             // The longest prefix an earlier request of the conversation sent too: the
@@ -1111,12 +1111,4 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 
 fn expect_json(e: &Expect) -> serde_json::Value {
     serde_json::to_value(e).expect("expectations serialize")
-}
-
-/// A hash of a message or text, to tell the pieces of two requests apart.
-fn hash_value<T: std::hash::Hash + ?Sized>(x: &T) -> u64 {
-    use std::hash::Hasher;
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    x.hash(&mut h);
-    h.finish()
 }

@@ -75,17 +75,17 @@ impl ToolText {
         let text = t.wire_json();
         ToolText {
             tokens: counter.count(&text),
-            hash: hash_of(&text),
+            hash: hash_value(text.as_str()),
             text: Arc::from(text),
         }
     }
 }
 
-/// A text's hash, to tell the pieces of two requests apart.
-pub fn hash_of(text: &str) -> u64 {
-    use std::hash::{Hash, Hasher};
+/// A hash of a message or text, to tell the pieces of two requests apart.
+pub fn hash_value<T: std::hash::Hash + ?Sized>(x: &T) -> u64 {
+    use std::hash::Hasher;
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut h);
+    x.hash(&mut h);
     h.finish()
 }
 
