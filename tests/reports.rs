@@ -483,7 +483,7 @@ fn data_blocks(html: &str) -> std::collections::BTreeMap<String, String> {
 /// page), the calls, the tokens; rows come in plan order.
 #[test]
 fn the_explorer_holds_every_outcome_and_its_drill_down() {
-    use discbench::record::manifest::PlanOrder;
+    use discbench::record::manifest::Manifest;
     use discbench::record::texts::TextStore;
     use discbench::record::{Outcome, OutcomeKey};
     use discbench::report::explorer::{clip, expand, CHUNK};
@@ -537,8 +537,15 @@ fn the_explorer_holds_every_outcome_and_its_drill_down() {
     let index: std::collections::HashMap<OutcomeKey, usize> =
         (0..q.len()).map(|i| (key(i), i)).collect();
     // Rows in plan order.
-    let order = PlanOrder::for_dir(&run).unwrap();
-    let ranks: Vec<_> = (0..q.len()).map(|i| order.rank(&key(i))).collect();
+    let positions = Manifest::load(&run).unwrap().positions();
+    let ranks: Vec<_> = (0..q.len())
+        .map(|i| {
+            (
+                positions.get(&key(i)).copied().unwrap_or(usize::MAX),
+                key(i),
+            )
+        })
+        .collect();
     assert!(
         ranks.windows(2).all(|w| w[0] <= w[1]),
         "rows are not in plan order"

@@ -372,8 +372,30 @@ impl Manifest {
 /// How readers order outcomes, whatever order episodes finished in: by position in
 /// the run's plan when the directory has a `run.json`, else (and for keys not in
 /// it) by key.
+///
+/// A reader that holds one entry per outcome (the JUnit cases, the explorer's rows)
+/// keeps a [`Rank`] of five numbers, not the key's four strings: the strings are
+/// numbered once each here, and [`PlanOrder::sort`] orders by the strings' own order,
+/// so the result is the order of `(position, key)`.
 pub struct PlanOrder {
     positions: std::collections::HashMap<OutcomeKey, usize>,
+    /// Scenario, query id, mode (as asked for) and model, numbered as first seen.
+    names: [Interner; 4],
+}
+
+/// An outcome's place in [`PlanOrder`]: its plan position (`usize::MAX` when not in
+/// the plan) and its key as numbers ([`PlanOrder::key`] gives the key back).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rank {
+    position: usize,
+    names: [u32; 4],
+    repeat: usize,
+}
+
+impl Rank {
+    pub fn repeat(&self) -> usize {
+        self.repeat
+    }
 }
 
 impl PlanOrder {
@@ -382,15 +404,97 @@ impl PlanOrder {
             positions: Manifest::load_if_present(dir)?
                 .map(|m| m.positions())
                 .unwrap_or_default(),
+            names: Default::default(),
         })
     }
 
-    /// The sort key of `key`.
-    pub fn rank(&self, key: &OutcomeKey) -> (usize, OutcomeKey) {
-        (
-            self.positions.get(key).copied().unwrap_or(usize::MAX),
-            key.clone(),
-        )
+    /// The rank of `key`.
+    pub fn rank(&mut self, key: &OutcomeKey) -> Rank {
+        let [s, q, m, mo] = &mut self.names;
+        Rank {
+            position: self.positions.get(key).copied().unwrap_or(usize::MAX),
+            names: [
+                s.id(&key.scenario),
+                q.id(&key.query_id),
+                m.id(&key.mode),
+                mo.id(&key.model),
+            ],
+            repeat: key.repeat,
+        }
+    }
+
+    /// The rank of the key `r` stands for, at another repeat.
+    pub fn with_repeat(&self, r: &Rank, repeat: usize) -> Rank {
+        let mut key = self.key(r);
+        key.repeat = repeat;
+        Rank {
+            position: self.positions.get(&key).copied().unwrap_or(usize::MAX),
+            names: r.names,
+            repeat,
+        }
+    }
+
+    /// The key a rank stands for.
+    pub fn key(&self, r: &Rank) -> OutcomeKey {
+        let name = |i: usize| self.names[i].get(r.names[i]).to_string();
+        OutcomeKey {
+            scenario: name(0),
+            query_id: name(1),
+            mode: name(2),
+            model: name(3),
+            repeat: r.repeat,
+        }
+    }
+
+    /// Sorts `items` by their ranks (stable): by plan position, then by key.
+    pub fn sort<T>(&self, items: &mut [T], rank: impl Fn(&T) -> &Rank) {
+        let order = self.names.each_ref().map(Interner::sorted_ranks);
+        items.sort_by_key(|t| {
+            let r = rank(t);
+            let n = |i: usize| order[i][r.names[i] as usize];
+            (r.position, n(0), n(1), n(2), n(3), r.repeat)
+        });
+    }
+}
+
+/// Strings numbered in the order they are first seen, each held once.
+#[derive(Default)]
+pub struct Interner {
+    index: std::collections::HashMap<std::sync::Arc<str>, u32>,
+    list: Vec<std::sync::Arc<str>>,
+}
+
+impl Interner {
+    /// The number of `s`, given to it when new.
+    pub fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        let s: std::sync::Arc<str> = s.into();
+        self.list.push(s.clone());
+        self.index.insert(s, i);
+        i
+    }
+
+    pub fn get(&self, id: u32) -> &str {
+        &self.list[id as usize]
+    }
+
+    /// Every string, by number.
+    pub fn list(&self) -> &[std::sync::Arc<str>] {
+        &self.list
+    }
+
+    /// Each number's place among the strings sorted.
+    fn sorted_ranks(&self) -> Vec<u32> {
+        let mut by: Vec<u32> = (0..self.list.len() as u32).collect();
+        by.sort_by(|&a, &b| self.list[a as usize].cmp(&self.list[b as usize]));
+        let mut at = vec![0; by.len()];
+        for (place, &id) in by.iter().enumerate() {
+            at[id as usize] = place as u32;
+        }
+        at
     }
 }
 
@@ -408,6 +512,58 @@ mod tests {
                 repeat: 0,
             })
             .collect()
+    }
+
+    /// Ranks sort as `(position, key)` did: plan keys by position, the rest after
+    /// them by scenario, query, mode, model and repeat, whatever order they came in.
+    #[test]
+    fn ranks_sort_by_plan_position_then_by_key() {
+        let plan = keys(6);
+        let mut order = PlanOrder {
+            positions: plan.iter().cloned().zip([4, 0, 5, 1, 3, 2]).collect(),
+            names: Default::default(),
+        };
+        let mut all = plan.clone();
+        for (i, s) in ["b", "a", "c", "a"].iter().enumerate() {
+            for r in [1, 0] {
+                all.push(OutcomeKey {
+                    scenario: s.to_string(),
+                    query_id: format!("q{}", 9 - i),
+                    mode: ["z", "progressive"][i % 2].into(),
+                    model: "oracle".into(),
+                    repeat: r,
+                });
+            }
+        }
+        all.reverse();
+        let mut ranks: Vec<Rank> = all.iter().map(|k| order.rank(k)).collect();
+        order.sort(&mut ranks, |r| r);
+        let sorted: Vec<OutcomeKey> = ranks.iter().map(|r| order.key(r)).collect();
+        let mut want: Vec<(usize, OutcomeKey)> = all
+            .iter()
+            .map(|k| {
+                (
+                    order.positions.get(k).copied().unwrap_or(usize::MAX),
+                    k.clone(),
+                )
+            })
+            .collect();
+        want.sort();
+        assert_eq!(sorted, want.into_iter().map(|w| w.1).collect::<Vec<_>>());
+        assert_eq!(sorted[0], plan[1]);
+        assert_eq!(sorted[6].scenario, "a");
+        // Another repeat of a plan key is placed as that key would be.
+        let r = order.rank(&plan[2]);
+        let again = order.with_repeat(&r, 0);
+        assert_eq!(again, r);
+        let off_plan = order.with_repeat(&r, 1);
+        assert_eq!(off_plan.repeat(), 1);
+        let mut two = vec![off_plan, order.rank(&plan[0])];
+        order.sort(&mut two, |r| r);
+        assert_eq!(
+            two[1], off_plan,
+            "a key not in the plan goes after the plan"
+        );
     }
 
     #[test]

@@ -35,9 +35,9 @@ use flate2::Compression;
 use serde_json::{json, Value};
 
 use super::text::step_text;
-use crate::record::manifest::PlanOrder;
+use crate::record::manifest::{Interner, PlanOrder, Rank};
 use crate::record::texts::TextStore;
-use crate::record::{reader, Entry, Layer, Outcome, OutcomeKey, RequestRecord};
+use crate::record::{reader, Entry, Layer, Outcome, RequestRecord};
 
 /// Characters of one text kept for the drill-down; the rest is counted.
 pub const TEXT_LIMIT: usize = 2000;
@@ -144,33 +144,14 @@ pub fn clip(text: &str) -> String {
     }
 }
 
-/// The index of a value in a dictionary column, added when new.
-#[derive(Default)]
-struct Dict {
-    index: HashMap<String, u32>,
-    list: Vec<String>,
-}
-
-impl Dict {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&i) = self.index.get(s) {
-            return i;
-        }
-        let i = self.list.len() as u32;
-        self.list.push(s.to_string());
-        self.index.insert(s.to_string(), i);
-        i
-    }
-}
-
-/// One outcome table row (before plan ordering).
+/// One outcome table row (before plan ordering): numbers only, so that a run of
+/// millions of outcomes holds a few dozen bytes for each.
 #[derive(Clone)]
 struct Row {
-    rank: (usize, OutcomeKey),
+    rank: Rank,
     query: u32,
     mode: u32,
     model: u32,
-    repeat: usize,
     /// 1 exact, 0 not, 2 infra error.
     result: u8,
     /// F1 in thousandths.
@@ -255,6 +236,74 @@ pub struct Explorer {
     pub details: usize,
     /// The uncompressed JSON of rows, strings and details, in bytes.
     pub raw_bytes: usize,
+}
+
+/// An outcome table column: its name and its value in a row.
+type Column = (&'static str, fn(&Row) -> usize);
+
+/// The rows blob, gzip-compressed: `head`'s fields and then `cols`, one array of
+/// numbers per column, the JSON written straight into the compressor (never whole in
+/// memory). Returns the blob and the JSON's length.
+fn rows_blob(head: &Value, rows: &[Row]) -> std::io::Result<(Vec<u8>, usize)> {
+    let columns: [Column; 11] = [
+        ("q", |r| r.query as usize),
+        ("m", |r| r.mode as usize),
+        ("md", |r| r.model as usize),
+        ("r", |r| r.rank.repeat()),
+        ("x", |r| r.result.into()),
+        ("f", |r| r.f1 as usize),
+        ("tu", |r| r.turns),
+        ("ft", |r| r.first_request),
+        ("bi", |r| r.billed_input),
+        ("pe", |r| r.protocol_errors),
+        ("d", |r| r.detail as usize),
+    ];
+    let mut w = Counted {
+        inner: std::io::BufWriter::with_capacity(
+            1 << 16,
+            GzEncoder::new(Vec::new(), Compression::new(6)),
+        ),
+        n: 0,
+    };
+    let head = head.to_string();
+    // `{…}` without its closing brace, then the columns as the last field.
+    w.write_all(&head.as_bytes()[..head.len() - 1])?;
+    w.write_all(br#","cols":{"#)?;
+    let mut num = itoa::Buffer::new();
+    for (i, (name, value)) in columns.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b",")?;
+        }
+        write!(w, "\"{name}\":[")?;
+        for (j, r) in rows.iter().enumerate() {
+            if j > 0 {
+                w.write_all(b",")?;
+            }
+            w.write_all(num.format(value(r)).as_bytes())?;
+        }
+        w.write_all(b"]")?;
+    }
+    w.write_all(b"}}")?;
+    let n = w.n;
+    let gz = w.inner.into_inner().map_err(|e| e.into_error())?.finish()?;
+    Ok((gz, n))
+}
+
+/// A writer that counts the bytes written through it.
+struct Counted<W> {
+    inner: W,
+    n: usize,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let k = self.inner.write(buf)?;
+        self.n += k;
+        Ok(k)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 fn gzip_b64(bytes: &[u8]) -> std::io::Result<String> {
@@ -426,10 +475,13 @@ impl Explorer {
     pub fn build(outcomes: &Path) -> anyhow::Result<Explorer> {
         let dir = outcomes.parent().unwrap_or(Path::new("."));
         let texts = TextStore::load(dir)?;
-        let order = PlanOrder::for_dir(dir)?;
+        let mut order = PlanOrder::for_dir(dir)?;
         let mut st = Strings::new(&texts);
-        let (mut scenarios, mut modes, mut models) =
-            (Dict::default(), Dict::default(), Dict::default());
+        let (mut scenarios, mut modes, mut models) = (
+            Interner::default(),
+            Interner::default(),
+            Interner::default(),
+        );
         let mut queries: HashMap<(u32, String), u32> = HashMap::new();
         let mut query_list: Vec<Value> = Vec::new();
         let mut contexts: HashMap<(u32, u32), Context> = HashMap::new();
@@ -443,11 +495,8 @@ impl Explorer {
             let same = crate::record::repeat_free_hash(line);
             if let Some((h, repeat)) = same {
                 if let Some(&i) = seen.get(&h) {
-                    let mut key = rows[i].rank.1.clone();
-                    key.repeat = repeat;
                     let row = Row {
-                        rank: order.rank(&key),
-                        repeat,
+                        rank: order.with_repeat(&rows[i].rank, repeat),
                         ..rows[i].clone()
                     };
                     rows.push(row);
@@ -517,7 +566,6 @@ impl Explorer {
                 query,
                 mode,
                 model,
-                repeat: o.repeat,
                 result: if o.infra_error.is_some() {
                     2
                 } else {
@@ -534,8 +582,7 @@ impl Explorer {
         })?;
         details.close()?;
         // Episodes finish in any order: the table starts in plan order.
-        rows.sort_by(|a, b| a.rank.cmp(&b.rank));
-        let col = |f: &dyn Fn(&Row) -> Value| -> Value { rows.iter().map(f).collect() };
+        order.sort(&mut rows, |r| &r.rank);
         let mut cx_list: Vec<Value> = contexts
             .iter()
             .map(|(&(sc, mode), c)| {
@@ -551,32 +598,19 @@ impl Explorer {
             })
             .collect();
         cx_list.sort_by_key(|v| (v[0].as_u64(), v[1].as_u64()));
-        let rows_json = json!({
-            "scenarios": scenarios.list,
-            "modes": modes.list,
-            "models": models.list,
+        let head = json!({
+            "scenarios": scenarios.list(),
+            "modes": modes.list(),
+            "models": models.list(),
             "queries": query_list,
             "contexts": cx_list,
             "chunk": CHUNK,
-            "cols": {
-                "q": col(&|r| r.query.into()),
-                "m": col(&|r| r.mode.into()),
-                "md": col(&|r| r.model.into()),
-                "r": col(&|r| r.repeat.into()),
-                "x": col(&|r| r.result.into()),
-                "f": col(&|r| r.f1.into()),
-                "tu": col(&|r| r.turns.into()),
-                "ft": col(&|r| r.first_request.into()),
-                "bi": col(&|r| r.billed_input.into()),
-                "pe": col(&|r| r.protocol_errors.into()),
-                "d": col(&|r| r.detail.into()),
-            }
-        })
-        .to_string();
+        });
+        let (rows_gz, rows_bytes) = rows_blob(&head, &rows)?;
         let strings_json = serde_json::to_string(&st.list)?;
         Ok(Explorer {
-            raw_bytes: rows_json.len() + strings_json.len() + details.raw_bytes,
-            rows: gzip_b64(rows_json.as_bytes())?,
+            raw_bytes: rows_bytes + strings_json.len() + details.raw_bytes,
+            rows: b64(&rows_gz),
             strings: gzip_b64(strings_json.as_bytes())?,
             chunks: details.done.iter().map(|c| b64(c)).collect(),
             outcomes: rows.len(),

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::exporter::{Exporter, ReportCx};
 use super::text::{esc, esc_attr, step_text};
-use crate::record::manifest::PlanOrder;
+use crate::record::manifest::{Interner, PlanOrder, Rank};
 use crate::record::{reader, OutcomeKey};
 use crate::score::Score;
 
@@ -93,23 +93,22 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
         )?;
         // Episodes finish in any order: cases are written in plan order.
         let dir = cx.outcomes.parent().unwrap_or(Path::new("."));
-        let order = PlanOrder::for_dir(dir)?;
+        let mut order = PlanOrder::for_dir(dir)?;
         let texts = crate::record::texts::TextStore::load(dir)?;
-        let mut cases = Vec::new();
+        // One entry per case, small whatever the case says: its rank, and its mode as
+        // it ran and its body, each text held once and referred to by number.
+        let mut cases: Vec<(Rank, u32, u32)> = Vec::new();
+        let (mut modes, mut bodies) = (Interner::default(), Interner::default());
         // Lines that differ from one read before in their repeat index alone share
-        // its case body: a deterministic model's repeats are parsed once.
-        let mut seen: HashMap<[u8; 32], (OutcomeKey, String, String)> = HashMap::new();
+        // its case: a deterministic model's repeats are parsed once.
+        let mut seen: HashMap<[u8; 32], (Rank, u32, u32)> = HashMap::new();
         // Modes are named as they ran ([`crate::record::mode_label`]).
         let mut labels = crate::record::ModeLabels::default();
         reader::read_text(cx.outcomes, |line_no, line| {
             let same = crate::record::repeat_free_hash(line);
             if let Some((h, repeat)) = same {
-                if let Some((key, mode, body)) = seen.get(&h) {
-                    let key = OutcomeKey {
-                        repeat,
-                        ..key.clone()
-                    };
-                    cases.push((order.rank(&key), head(&key, mode) + body));
+                if let Some(&(rank, mode, body)) = seen.get(&h) {
+                    cases.push((order.with_repeat(&rank, repeat), mode, body));
                     return Ok(());
                 }
             }
@@ -127,24 +126,29 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
             {
                 c.expected = v;
             }
-            let key = OutcomeKey {
+            let rank = order.rank(&OutcomeKey {
                 scenario: c.scenario.clone(),
                 query_id: c.query_id.clone(),
                 mode: c.mode.clone(),
                 model: c.model.clone(),
                 repeat: c.repeat,
-            };
-            let body = case_body(&c);
-            let mode = labels.label(&c.mode, &c.mode_spec).to_string();
-            cases.push((order.rank(&key), head(&key, &mode) + &body));
+            });
+            let case = (
+                rank,
+                modes.id(labels.label(&c.mode, &c.mode_spec)),
+                bodies.id(&case_body(&c)),
+            );
+            cases.push(case);
             if let Some((h, _)) = same {
-                seen.insert(h, (key, mode, body));
+                seen.insert(h, case);
             }
             Ok(())
         })?;
-        cases.sort_by(|a, b| a.0.cmp(&b.0));
-        for (_, text) in cases {
-            w.write_all(text.as_bytes())?;
+        drop(seen);
+        order.sort(&mut cases, |c| &c.0);
+        for (rank, mode, body) in cases {
+            w.write_all(head(&order.key(&rank), modes.get(mode)).as_bytes())?;
+            w.write_all(bodies.get(body).as_bytes())?;
         }
         writeln!(w, "  </testsuite>\n</testsuites>")?;
         w.flush()?;
