@@ -2,7 +2,7 @@
 //! stop-word list and crude plural stripping: what the tool-search and retrieval
 //! strategies rank tools with, and the lexical model ranks what it sees with.
 
-use std::collections::HashMap;
+use crate::hash::{FastMap, FastSet};
 
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
@@ -20,8 +20,7 @@ const STOP: &[&str] = &[
 
 /// Whether a lower-cased word is a stop word.
 fn is_stop(w: &str) -> bool {
-    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
-        std::sync::OnceLock::new();
+    static SET: std::sync::OnceLock<FastSet<&'static str>> = std::sync::OnceLock::new();
     SET.get_or_init(|| STOP.iter().copied().collect())
         .contains(w)
 }
@@ -51,7 +50,7 @@ pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
 const MEMO: usize = 256;
 
 /// A document's term counts and its length in terms.
-type Terms = (std::sync::Arc<HashMap<String, usize>>, usize);
+type Terms = (std::sync::Arc<FastMap<String, usize>>, usize);
 
 /// Documents a thread keeps tokenized before it starts afresh.
 const DOC_MEMO: usize = 20_000;
@@ -66,7 +65,7 @@ fn terms_of(doc: &str) -> Terms {
         }
         let words = tokenize(doc);
         let len = words.len();
-        let mut tf: HashMap<String, usize> = HashMap::new();
+        let mut tf: FastMap<String, usize> = FastMap::default();
         for w in words {
             *tf.entry(w).or_default() += 1;
         }
@@ -80,22 +79,22 @@ fn terms_of(doc: &str) -> Terms {
 }
 
 thread_local! {
-    static DOCS: std::cell::RefCell<HashMap<String, Terms>> =
-        std::cell::RefCell::new(HashMap::new());
+    static DOCS: std::cell::RefCell<FastMap<String, Terms>> =
+        std::cell::RefCell::new(FastMap::default());
     /// The lexical model ranks the same visible tools on many turns of many episodes:
     /// their index is built once per thread, not once per turn.
-    static INDEXES: std::cell::RefCell<HashMap<[u8; 32], std::rc::Rc<Index>>> =
-        std::cell::RefCell::new(HashMap::new());
+    static INDEXES: std::cell::RefCell<FastMap<[u8; 32], std::rc::Rc<Index>>> =
+        std::cell::RefCell::new(FastMap::default());
 }
 
 /// Documents tokenized once, to be ranked against many queries (the search tool's
 /// pool is searched on every call).
 pub struct Index {
     /// Per document: term → count.
-    docs: Vec<std::sync::Arc<HashMap<String, usize>>>,
+    docs: Vec<std::sync::Arc<FastMap<String, usize>>>,
     lens: Vec<usize>,
     /// Term → documents holding it.
-    df: HashMap<String, usize>,
+    df: FastMap<String, usize>,
     avg: f64,
 }
 
@@ -124,7 +123,7 @@ impl Index {
     }
 
     pub fn new(docs: &[String]) -> Index {
-        let mut df: HashMap<String, usize> = HashMap::new();
+        let mut df: FastMap<String, usize> = FastMap::default();
         let mut out = Vec::with_capacity(docs.len());
         let mut lens = Vec::with_capacity(docs.len());
         for d in docs {

@@ -13,13 +13,13 @@
 //! × mode is rendered while the plan is built, and with a template override every view
 //! is, so that a template that fails to render fails before anything runs.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::config::RunConfig;
 use crate::catalog::{Catalog, Part, Resource};
 use crate::environment::live::Live;
 use crate::environment::Databases;
+use crate::hash::FastMap;
 use crate::record::manifest::{ModeEntry, PlanRecord, ScenarioInputs, Settings};
 use crate::record::OutcomeKey;
 use crate::scenario::Scenario;
@@ -57,7 +57,7 @@ pub struct Unit {
     /// Per top-level tool of the mode (not `request_tools`, whose text changes): its
     /// tokens and the exact JSON sent, made when an episode first sends it (a view of
     /// ten thousand deferred tools sends a few of them).
-    tool_texts: Mutex<HashMap<String, ToolText>>,
+    tool_texts: Mutex<FastMap<String, ToolText>>,
 }
 
 /// A tool definition as sent: its tokens, its exact JSON and that JSON's hash (the

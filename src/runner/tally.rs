@@ -29,7 +29,7 @@ pub struct Tally {
     pub text_calls: usize,
     /// The addresses the mode ranks when it shows them (recall@k and MRR are measured
     /// on these alone).
-    ranked: std::sync::Arc<std::collections::HashSet<Address>>,
+    ranked: std::sync::Arc<crate::hash::FastSet<Address>>,
     /// FIM One's budget on all tool results of one query.
     budget: Budget,
 }

@@ -5,7 +5,6 @@
 //! matching over each tool's name, description and parameter names — and the
 //! `tool_search` tool that searches them.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
@@ -15,6 +14,7 @@ use super::protocol::{Env, EventKind, ProtocolError, Resolution, Retrieved, Stat
 use super::templates::{TemplateError, Templates};
 use crate::bm25;
 use crate::catalog::Address;
+use crate::hash::{FastMap, FastSet};
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -46,9 +46,9 @@ pub struct Pool {
     parts: Vec<Box<dyn Strategy>>,
     /// Every pool tool, in registry order.
     tools: Vec<ToolDef>,
-    owner: HashMap<String, usize>,
+    owner: FastMap<String, usize>,
     /// The address each tool executes.
-    address: HashMap<String, Address>,
+    address: FastMap<String, Address>,
     /// Per tool: the text BM25 searches rank (name words, description, parameter names).
     docs: Vec<String>,
     index: bm25::Index,
@@ -74,8 +74,8 @@ impl Pool {
         let t: &Templates = templates;
         parts.sort_by_key(|p| p.order());
         let mut tools = Vec::new();
-        let mut owner = HashMap::new();
-        let mut address = HashMap::new();
+        let mut owner = FastMap::default();
+        let mut address = FastMap::default();
         for (i, p) in parts.iter().enumerate() {
             for tool in &p.render().tools {
                 owner.insert(tool.name.clone(), i);
@@ -311,12 +311,12 @@ impl Pool {
     /// alphabetically: made once per pool, not per search.
     fn rare_words(&self) -> &Vec<Vec<String>> {
         self.rare.get_or_init(|| {
-            let tokenized: Vec<std::collections::HashSet<String>> = self
+            let tokenized: Vec<FastSet<String>> = self
                 .docs
                 .iter()
                 .map(|d| bm25::tokenize(d).into_iter().collect())
                 .collect();
-            let mut df: HashMap<&str, usize> = HashMap::new();
+            let mut df: FastMap<&str, usize> = FastMap::default();
             for d in &tokenized {
                 for w in d {
                     *df.entry(w.as_str()).or_default() += 1;

@@ -24,7 +24,7 @@
 //! record counts each under its name; the reports show it by that name.
 
 use std::any::{Any, TypeId};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -37,6 +37,7 @@ use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
 use super::config::ProtocolConfig;
+use crate::hash::FastSet;
 
 /// What one strategy adds to the context.
 #[derive(Debug, Clone, Default)]
@@ -61,7 +62,7 @@ impl Rendered {
 #[derive(Debug, Clone, Default)]
 pub struct State {
     /// Addresses whose full definition is (or was) in the context.
-    pub shown: HashSet<Address>,
+    pub shown: FastSet<Address>,
     /// Skills whose full text is in the context.
     pub loaded_skills: BTreeSet<String>,
     /// Tool names loaded, in the order the model is sent them: those the selection

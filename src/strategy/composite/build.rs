@@ -2,7 +2,6 @@
 //! one tool list in FIM One's registry order, built-in tools added, and what every
 //! episode reads of it.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
@@ -11,6 +10,7 @@ use crate::catalog::{Address, Catalog, Kind};
 use crate::disclosure::Disclosure;
 use crate::wire::{NativeTools, ToolDef, ToolGroup};
 
+use crate::hash::{FastMap, FastSet};
 use crate::strategy::code::{code_api, code_files, code_mode};
 use crate::strategy::config::{ProtocolConfig, SelectionConfig};
 use crate::strategy::fim::{
@@ -33,24 +33,24 @@ pub struct Composite {
     pub(super) parts: Vec<Box<dyn Strategy>>,
     pub(super) system: String,
     pub(super) tools: Arc<[ToolDef]>,
-    pub(super) owner: HashMap<String, usize>,
+    pub(super) owner: FastMap<String, usize>,
     pub(super) config: ProtocolConfig,
     pub(super) templates: Arc<Templates>,
     /// Each tool's words, for the selection step's keyword shortcut.
-    pub(super) tool_words: Vec<HashSet<String>>,
+    pub(super) tool_words: Vec<std::collections::HashSet<String>>,
     /// The selection request's catalog of every tool.
     pub(super) catalog_text: String,
     /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
     /// an episode, and episodes that loaded the same tools, share one rendering.
-    pub(super) request_tools: std::sync::Mutex<HashMap<Vec<String>, ToolDef>>,
+    pub(super) request_tools: std::sync::Mutex<FastMap<Vec<String>, ToolDef>>,
     /// With tool search or retrieval: the tools visible before anything is surfaced,
     /// in tool-list order.
     pub(super) initial: Option<Vec<String>>,
     /// What every part shows up front, and the top-level tool that reaches each such
     /// address (made at the first use: every episode starts from it).
-    pub(super) base: OnceLock<(State, HashMap<Address, Option<String>>)>,
+    pub(super) base: OnceLock<(State, FastMap<Address, Option<String>>)>,
     /// The addresses this mode ranks when it shows them (made at the first use).
-    pub(super) ranked: OnceLock<Arc<HashSet<Address>>>,
+    pub(super) ranked: OnceLock<Arc<FastSet<Address>>>,
     /// `allowed=on`: every tool and a `request_tools` that lists nothing (every
     /// definition is already there), the one list every request sends.
     pub(super) allowed_list: OnceLock<Arc<[ToolDef]>>,
@@ -192,7 +192,7 @@ impl Composite {
         let mut order: Vec<usize> = (0..parts.len()).collect();
         order.sort_by_key(|&i| parts[i].order());
         let mut tools = Vec::new();
-        let mut owner = HashMap::new();
+        let mut owner = FastMap::default();
         for i in order {
             let p = &parts[i];
             for tool in &p.render().tools {
@@ -202,7 +202,7 @@ impl Composite {
         }
         let initial: Option<Vec<String>> =
             parts.iter().any(|p| p.held_back().is_some()).then(|| {
-                let keep: HashSet<String> = parts
+                let keep: FastSet<String> = parts
                     .iter()
                     .flat_map(|p| match p.held_back() {
                         Some(v) => v,
@@ -238,7 +238,7 @@ impl Composite {
             _ => None,
         };
         // Groups: the legacy tools of each resource this mode lists, in tool-list order.
-        let listed: HashMap<&str, usize> = (tools.iter().enumerate())
+        let listed: FastMap<&str, usize> = (tools.iter().enumerate())
             .map(|(i, t)| (t.name.as_str(), i))
             .collect();
         let groups: Vec<ToolGroup> = (catalog.tool_groups().into_iter())
@@ -314,17 +314,17 @@ impl Composite {
     /// meta-tool (`discover`, a resource read) is shown among all its server's or
     /// connector's tools at once, ranked by nothing. Recall@k and MRR are measured on
     /// these addresses alone.
-    pub fn ranked_addresses(&self) -> Arc<HashSet<Address>> {
+    pub fn ranked_addresses(&self) -> Arc<FastSet<Address>> {
         self.ranked
             .get_or_init(|| {
                 let selected = self.selection_applies();
-                let direct: HashSet<Address> = if selected {
+                let direct: FastSet<Address> = if selected {
                     self.tools
                         .iter()
                         .filter_map(|t| self.address_of(&t.name))
                         .collect()
                 } else {
-                    HashSet::new()
+                    FastSet::default()
                 };
                 let ranked = self
                     .catalog

@@ -2,7 +2,6 @@
 //! a state (surfaced, loaded, allowed), the context of each request, and the selection
 //! step's requests and their effect.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::catalog::Address;
@@ -14,6 +13,7 @@ use crate::strategy::selection::{self, Level};
 use crate::strategy::templates::TemplateError;
 
 use super::build::{Composite, REQUEST_TOOLS_CACHE};
+use crate::hash::{FastMap, FastSet};
 
 impl Composite {
     /// Whether the mode holds tools back until a search or retrieval surfaces them
@@ -61,7 +61,7 @@ impl Composite {
             return;
         }
         if placement == Placement::Sorted {
-            let index: HashMap<&str, usize> = self
+            let index: FastMap<&str, usize> = self
                 .tools
                 .iter()
                 .enumerate()
@@ -118,7 +118,7 @@ impl Composite {
         self.base().0.clone()
     }
 
-    pub(super) fn base(&self) -> &(State, HashMap<Address, Option<String>>) {
+    pub(super) fn base(&self) -> &(State, FastMap<Address, Option<String>>) {
         self.base.get_or_init(|| {
             let st = self.up_front();
             let tops = st
@@ -288,7 +288,7 @@ impl Composite {
     pub(super) fn mark_active_shown(&self, state: &mut State) {
         let (fresh, tops) = self.base();
         // `allowed=on` sends every definition whatever may be called.
-        let active: Option<HashSet<&str>> = if self.mode.allowed {
+        let active: Option<FastSet<&str>> = if self.mode.allowed {
             None
         } else {
             state
@@ -296,7 +296,7 @@ impl Composite {
                 .as_ref()
                 .map(|a| a.iter().map(String::as_str).collect())
         };
-        let mut shown: HashSet<Address> = state
+        let mut shown: FastSet<Address> = state
             .shown
             .iter()
             .filter(|a| !fresh.shown.contains(a))
