@@ -18,8 +18,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The Python that has the pinned SDKs, if any.
+/// The Python that has the pinned SDKs, if any: looked for once per test binary (each
+/// look imports the three SDKs, seconds of a core).
 pub fn python() -> Option<String> {
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(find_python).clone()
+}
+
+fn find_python() -> Option<String> {
     let candidates = [
         std::env::var("DISCBENCH_SDK_PYTHON").ok(),
         Some(
