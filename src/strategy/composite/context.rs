@@ -296,21 +296,19 @@ impl Composite {
                 .as_ref()
                 .map(|a| a.iter().map(String::as_str).collect())
         };
-        let mut shown: FastSet<Address> = state
-            .shown
-            .iter()
-            .filter(|a| !fresh.shown.contains(a))
-            .cloned()
-            .collect();
+        // In place: what no part shows up front stays as it is; each address shown up
+        // front is in while its tool is active (no clone of the whole set: a view
+        // of 10,000 tools shows as many addresses).
         for a in &fresh.shown {
             let tool = &tops[a];
-            if active
+            let on = active
                 .as_ref()
-                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t.as_str())))
-            {
-                shown.insert(a.clone());
+                .is_none_or(|set| tool.as_ref().is_none_or(|t| set.contains(t.as_str())));
+            if !on {
+                state.shown.remove(a);
+            } else if !state.shown.contains(a) {
+                state.shown.insert(a.clone());
             }
         }
-        state.shown = shown;
     }
 }
