@@ -87,31 +87,6 @@ fn gemini(world: Arc<World>, scenarios: &[&str], play: Play) -> (Server, Arc<Mut
             }
         }
         let (sent, purpose) = provider::gemini_context(b);
-        let back = |n: &str| map.canonical(n).to_string();
-        let mut cx = sent.clone();
-        cx.tools = (cx.tools.iter())
-            .map(|t| discbench::wire::ToolDef {
-                name: back(&t.name),
-                ..t.clone()
-            })
-            .collect();
-        cx.tool_choice = cx.tool_choice.as_deref().map(back);
-        cx.allowed = cx.allowed.map(|a| a.iter().map(|n| back(n)).collect());
-        for m in &mut cx.messages {
-            match m {
-                discbench::wire::Message::Assistant { tool_calls, .. } => {
-                    for c in tool_calls {
-                        c.name = back(&c.name);
-                    }
-                }
-                discbench::wire::Message::Tool { name, .. } => *name = back(name),
-                _ => {}
-            }
-        }
-        let mut r = world.answer(&cx, purpose);
-        for c in &mut r.calls {
-            c.name = map.wire(&c.name).to_string();
-        }
         // The implicit cache, by the assumed rule, over the request as sent.
         let conversation = if play.per_conversation {
             (sent.messages.iter())
@@ -137,6 +112,31 @@ fn gemini(world: Arc<World>, scenarios: &[&str], play: Play) -> (Server, Arc<Mut
                 ..Default::default()
             }
         };
+        let back = |n: &str| map.canonical(n).to_string();
+        // The request as sent is billed first; then it becomes the oracle's context,
+        // renamed in place (a copy would be the whole catalog again).
+        let mut cx = sent;
+        let tools = std::sync::Arc::get_mut(&mut cx.tools).expect("the context's own tools");
+        for t in tools {
+            t.name = back(&t.name);
+        }
+        cx.tool_choice = cx.tool_choice.as_deref().map(back);
+        cx.allowed = cx.allowed.map(|a| a.iter().map(|n| back(n)).collect());
+        for m in &mut cx.messages {
+            match m {
+                discbench::wire::Message::Assistant { tool_calls, .. } => {
+                    for c in tool_calls {
+                        c.name = back(&c.name);
+                    }
+                }
+                discbench::wire::Message::Tool { name, .. } => *name = back(name),
+                _ => {}
+            }
+        }
+        let mut r = world.answer(&cx, purpose);
+        for c in &mut r.calls {
+            c.name = map.wire(&c.name).to_string();
+        }
         let out = world
             .counter()
             .message(&discbench::wire::Message::assistant(

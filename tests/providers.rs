@@ -704,7 +704,8 @@ fn plain_usage(
 /// would), under `native=client` the client searches and answers with
 /// `tool_reference`s. Every request is checked for what it must carry.
 fn anthropic_search(world: Arc<World>, server: bool) -> support::server::Server {
-    let lists: Arc<std::sync::Mutex<std::collections::HashMap<String, Value>>> = Default::default();
+    let lists: Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<Value>>>> =
+        Default::default();
     serve(move |s: &Seen, _| {
         let b = &s.body;
         let (cx, purpose) = provider::anthropic_context(b);
@@ -734,14 +735,14 @@ fn anthropic_search(world: Arc<World>, server: bool) -> support::server::Server 
                 search.get("defer_loading").is_none(),
                 "the search is never deferred"
             );
-            // The same list in every request of a conversation.
+            // The same list in every request of a conversation (kept once, compared
+            // in place: the lists are the whole catalog).
+            let mut lists = lists.lock().unwrap();
             let list = lists
-                .lock()
-                .unwrap()
                 .entry(cx.query().to_string())
-                .or_insert_with(|| json!(tools))
-                .clone();
-            assert_eq!(list, json!(tools), "the tool list changed");
+                .or_insert_with(|| tools.clone());
+            assert!(list == tools, "the tool list changed");
+            drop(lists);
             // `native=client`: discbench's search answers with the API's references.
             if !server {
                 let searches: Vec<&Value> = b["messages"]

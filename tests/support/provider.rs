@@ -906,7 +906,7 @@ pub fn chat_context(body: &Value) -> (Context, Purpose) {
 /// The functions of a tool list (`tools` of a request, or of a `tool_search_output`),
 /// each with the namespace it is in: namespaces are opened, and every one is checked
 /// to be whole (a name, a description, at least one function).
-pub fn responses_functions(tools: &Value) -> Vec<(Option<String>, Value)> {
+pub fn responses_functions(tools: &Value) -> Vec<(Option<&str>, &Value)> {
     let mut out = Vec::new();
     for t in tools.as_array().into_iter().flatten() {
         if t["type"] == "namespace" {
@@ -920,10 +920,10 @@ pub fn responses_functions(tools: &Value) -> Vec<(Option<String>, Value)> {
             assert!(!fs.is_empty(), "namespace `{name}` is empty");
             for f in fs {
                 assert_eq!(f["type"], "function", "{f}");
-                out.push((Some(name.to_string()), f.clone()));
+                out.push((Some(name), f));
             }
         } else if t["type"] == "function" {
-            out.push((None, t.clone()));
+            out.push((None, t));
         }
     }
     out
@@ -932,16 +932,17 @@ pub fn responses_functions(tools: &Value) -> Vec<(Option<String>, Value)> {
 /// Every function a Responses request can name — its tools and what its searches
 /// loaded — with its namespace.
 pub fn responses_namespaces(body: &Value) -> HashMap<String, Option<String>> {
-    let mut lists = vec![body["tools"].clone()];
+    let mut lists = vec![&body["tools"]];
     for item in body["input"].as_array().into_iter().flatten() {
         if item["type"] == "tool_search_output" {
-            lists.push(item["tools"].clone());
+            lists.push(&item["tools"]);
         }
     }
     let mut out = HashMap::new();
     for l in &lists {
         for (ns, f) in responses_functions(l) {
             let name = f["name"].as_str().unwrap().to_string();
+            let ns = ns.map(str::to_string);
             let before = out.insert(name.clone(), ns.clone());
             assert!(
                 before.is_none() || before == Some(ns),
@@ -1137,7 +1138,7 @@ pub fn responses_answer_native(
                 .find(|(_, t)| t["name"] == json!(n) && t["defer_loading"] == json!(true))
                 .unwrap_or_else(|| panic!("`{n}` was not deferred"));
             match ns {
-                None => tools.push(f.clone()),
+                None => tools.push((*f).clone()),
                 Some(ns) => {
                     let at = match tools.iter().position(|t| t["name"] == json!(ns)) {
                         Some(at) => at,
@@ -1148,7 +1149,10 @@ pub fn responses_answer_native(
                             tools.len() - 1
                         }
                     };
-                    tools[at]["tools"].as_array_mut().unwrap().push(f.clone());
+                    tools[at]["tools"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push((*f).clone());
                 }
             }
         }
