@@ -29,6 +29,20 @@ fn run(out: &Path, scenarios: &[&str], extra: &[&str]) -> PathBuf {
     out.join("x")
 }
 
+/// The run of [`SCENARIOS`] with default settings that the resume and shard tests
+/// compare against: made once per test binary, under the target's temporary directory,
+/// and only read (a test that would change it works on a copy).
+fn full_run() -> &'static Path {
+    static FULL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FULL.get_or_init(|| {
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("runs-full");
+        if out.exists() {
+            std::fs::remove_dir_all(&out).unwrap();
+        }
+        run(&out, &SCENARIOS, &[])
+    })
+}
+
 /// The outcome lines, sorted (episodes finish in any order).
 fn sorted_lines(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = read(&dir.join("outcomes.jsonl"))
@@ -42,8 +56,13 @@ fn sorted_lines(dir: &Path) -> Vec<String> {
 #[test]
 fn concurrency_changes_no_outcome_on_the_built_in_suite() {
     let tmp = tempfile::tempdir().unwrap();
-    let one = run(&tmp.path().join("one"), &["scenarios"], &["--jobs", "1"]);
-    let eight = run(&tmp.path().join("eight"), &["scenarios"], &["--jobs", "8"]);
+    // Both runs at once: the `--jobs 1` run keeps one core busy, the other takes
+    // what is left.
+    let (one, eight) = std::thread::scope(|s| {
+        let one = s.spawn(|| run(&tmp.path().join("one"), &["scenarios"], &["--jobs", "1"]));
+        let eight = run(&tmp.path().join("eight"), &["scenarios"], &["--jobs", "8"]);
+        (one.join().unwrap(), eight)
+    });
     let (a, b) = (sorted_lines(&one), sorted_lines(&eight));
     assert!(a.len() > 500, "{}", a.len());
     // Small records: long texts live in texts.jsonl, so the built-in suite's lines
@@ -85,7 +104,7 @@ fn concurrency_changes_no_outcome_on_the_built_in_suite() {
 #[test]
 fn a_resumed_run_equals_an_uninterrupted_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let full = run(&tmp.path().join("full"), &SCENARIOS, &[]);
+    let full = full_run();
     let text = read(&full.join("outcomes.jsonl"));
     let n = text.lines().count();
     let starts: Vec<usize> = std::iter::once(0)
@@ -111,7 +130,7 @@ fn a_resumed_run_equals_an_uninterrupted_one() {
         ok(&o);
         assert_eq!(
             sorted_lines(&dir),
-            sorted_lines(&full),
+            sorted_lines(full),
             "{name}: every item exactly once, each as in the full run"
         );
         assert_eq!(
@@ -141,15 +160,25 @@ fn a_resumed_run_equals_an_uninterrupted_one() {
             }
         }
     }
-    // A complete run resumed runs nothing and stays as it was.
+    // A complete run resumed runs nothing and stays as it was (a copy: the run itself
+    // is shared with other tests).
+    let complete = tmp.path().join("complete").join("x");
+    std::fs::create_dir_all(&complete).unwrap();
+    for f in ["run.json", "outcomes.jsonl", "texts.jsonl"] {
+        std::fs::copy(full.join(f), complete.join(f)).unwrap();
+    }
     let again = bin()
         .arg("run")
         .arg("--resume")
-        .arg(&full)
+        .arg(&complete)
         .output()
         .unwrap();
     ok(&again);
-    assert_eq!(read(&full.join("outcomes.jsonl")).lines().count(), n);
+    assert_eq!(read(&complete.join("outcomes.jsonl")), text);
+    assert_eq!(
+        read(&complete.join("summary.json")),
+        read(&full.join("summary.json"))
+    );
 }
 
 #[test]
@@ -170,7 +199,7 @@ fn an_interrupted_run_says_it_is_incomplete() {
 #[test]
 fn four_shards_merged_equal_the_unsharded_run() {
     let tmp = tempfile::tempdir().unwrap();
-    let full = run(&tmp.path().join("full"), &SCENARIOS, &[]);
+    let full = full_run();
     let mut shards = Vec::new();
     let mut total = 0;
     for k in 1..=4 {
@@ -184,7 +213,7 @@ fn four_shards_merged_equal_the_unsharded_run() {
         total += n;
         shards.push(d);
     }
-    assert_eq!(total, sorted_lines(&full).len());
+    assert_eq!(total, sorted_lines(full).len());
     let merged = tmp.path().join("merged");
     let o = bin()
         .arg("merge")
@@ -194,7 +223,7 @@ fn four_shards_merged_equal_the_unsharded_run() {
         .output()
         .unwrap();
     ok(&o);
-    assert_eq!(sorted_lines(&merged), sorted_lines(&full));
+    assert_eq!(sorted_lines(&merged), sorted_lines(full));
     assert_eq!(
         read(&merged.join("summary.json")),
         read(&full.join("summary.json"))
