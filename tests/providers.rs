@@ -833,92 +833,104 @@ fn responses_search(world: Arc<World>, server: bool) -> support::server::Server 
 /// Each native tool-search variant runs the built-in suite end to end against a local
 /// provider that plays its side as documented — the search, the expansion — and
 /// answers as the oracle would: every query exact, the searches counted and ranked.
+/// The four variants run side by side, each against its own server (one alone keeps
+/// the two cores about three quarters busy).
 #[test]
 fn native_tool_search_runs_the_built_in_suite_end_to_end() {
-    for (provider_name, execution) in [
-        ("anthropic", "server"),
-        ("anthropic", "client"),
-        ("openai-responses", "server"),
-        ("openai-responses", "client"),
-    ] {
-        let mode = format!("tool-search,native={execution}");
-        let world = Arc::new(World::new(
-            &[
-                "scenarios/enterprise-hub.yaml",
-                "scenarios/mcp-reference.yaml",
-                "scenarios/large-catalog.yaml",
-                "scenarios/scale-hub.yaml",
-            ],
-            &mode,
-        ));
-        let server_side = execution == "server";
-        let server = if provider_name == "anthropic" {
-            anthropic_search(world, server_side)
-        } else {
-            responses_search(world, server_side)
-        };
-        let tmp = tempfile::tempdir().unwrap();
-        let mut cmd = bin();
-        // The single-query scenarios of the suite (the conversations have tests of
-        // their own against these servers).
-        cmd.args([
-            "run",
+    std::thread::scope(|s| {
+        let runs: Vec<_> = [
+            ("anthropic", "server"),
+            ("anthropic", "client"),
+            ("openai-responses", "server"),
+            ("openai-responses", "client"),
+        ]
+        .into_iter()
+        .map(|(provider_name, execution)| s.spawn(move || native_variant(provider_name, execution)))
+        .collect();
+        for r in runs {
+            r.join().expect("a variant's run passed its checks");
+        }
+    });
+}
+
+/// One native tool-search variant over the single-query suite, checked.
+fn native_variant(provider_name: &str, execution: &str) {
+    let mode = format!("tool-search,native={execution}");
+    let world = Arc::new(World::new(
+        &[
             "scenarios/enterprise-hub.yaml",
             "scenarios/mcp-reference.yaml",
-        ])
-        .args(["scenarios/large-catalog.yaml", "scenarios/scale-hub.yaml"])
-        .args(["--mode", &mode])
-        .args(["--model", &format!("{provider_name}:test")])
-        .args(["--run-id", "x", "--no-progress", "--out"])
-        .arg(tmp.path())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY");
-        if provider_name == "anthropic" {
-            cmd.args(["--anthropic-base-url", &server.url]);
-        } else {
-            cmd.args(["--openai-base-url", &format!("{}/v1", server.url)]);
-        }
-        let o = cmd.output().unwrap();
-        ok(&o);
-        let api = if provider_name == "anthropic" {
-            "anthropic"
-        } else {
-            "responses"
-        };
-        support::sdk::check(
-            &server.seen.lock().unwrap(),
-            api,
-            &format!("{provider_name}, {mode}"),
+            "scenarios/large-catalog.yaml",
+            "scenarios/scale-hub.yaml",
+        ],
+        &mode,
+    ));
+    let server_side = execution == "server";
+    let server = if provider_name == "anthropic" {
+        anthropic_search(world, server_side)
+    } else {
+        responses_search(world, server_side)
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cmd = bin();
+    // The single-query scenarios of the suite (the conversations have tests of
+    // their own against these servers).
+    cmd.args([
+        "run",
+        "scenarios/enterprise-hub.yaml",
+        "scenarios/mcp-reference.yaml",
+    ])
+    .args(["scenarios/large-catalog.yaml", "scenarios/scale-hub.yaml"])
+    .args(["--mode", &mode])
+    .args(["--model", &format!("{provider_name}:test")])
+    .args(["--run-id", "x", "--no-progress", "--out"])
+    .arg(tmp.path())
+    .env_remove("ANTHROPIC_API_KEY")
+    .env_remove("OPENAI_API_KEY");
+    if provider_name == "anthropic" {
+        cmd.args(["--anthropic-base-url", &server.url]);
+    } else {
+        cmd.args(["--openai-base-url", &format!("{}/v1", server.url)]);
+    }
+    let o = cmd.output().unwrap();
+    ok(&o);
+    let api = if provider_name == "anthropic" {
+        "anthropic"
+    } else {
+        "responses"
+    };
+    support::sdk::check(
+        &server.seen.lock().unwrap(),
+        api,
+        &format!("{provider_name}, {mode}"),
+    );
+    let os = outcomes(&tmp.path().join("x"));
+    assert_eq!(os.len(), 205, "{mode} {provider_name}");
+    let mut searched = 0;
+    for o in &os {
+        assert_eq!(
+            o["score"]["exact"],
+            json!(true),
+            "{provider_name} {mode}: {} {}",
+            o["query_id"],
+            o["protocol"]
         );
-        let os = outcomes(&tmp.path().join("x"));
-        assert_eq!(os.len(), 205, "{mode} {provider_name}");
-        let mut searched = 0;
-        for o in &os {
-            assert_eq!(
-                o["score"]["exact"],
-                json!(true),
-                "{provider_name} {mode}: {} {}",
-                o["query_id"],
-                o["protocol"]
-            );
-            searched += o["protocol"]["searches"].as_u64().unwrap_or(0);
-            assert!(o["protocol"].get("native_malformed").is_none());
-            if server_side {
-                // The provider searched: the search is recorded as the provider's.
-                for c in o["calls"].as_array().unwrap() {
-                    assert_ne!(c["tool"], json!("tool_search"), "discbench never searched");
-                }
+        searched += o["protocol"]["searches"].as_u64().unwrap_or(0);
+        assert!(o["protocol"].get("native_malformed").is_none());
+        if server_side {
+            // The provider searched: the search is recorded as the provider's.
+            for c in o["calls"].as_array().unwrap() {
+                assert_ne!(c["tool"], json!("tool_search"), "discbench never searched");
             }
         }
-        assert!(
-            searched > 100,
-            "{provider_name} {mode}: {searched} searches"
-        );
-        let summary: Value =
-            serde_json::from_str(&read(&tmp.path().join("x/summary.json"))).unwrap();
-        for g in summary["groups"].as_array().unwrap() {
-            assert!(g["surfacing"]["recall_at_k"].as_f64().is_some(), "{g}");
-        }
+    }
+    assert!(
+        searched > 100,
+        "{provider_name} {mode}: {searched} searches"
+    );
+    let summary: Value = serde_json::from_str(&read(&tmp.path().join("x/summary.json"))).unwrap();
+    for g in summary["groups"].as_array().unwrap() {
+        assert!(g["surfacing"]["recall_at_k"].as_f64().is_some(), "{g}");
     }
 }
 
