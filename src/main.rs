@@ -7,6 +7,8 @@ use discbench::cli::{dispatch, Cli, Environment};
 use discbench::exit;
 
 fn main() {
+    // Before any thread starts: it sets environment variables polars reads.
+    discbench::analysis::aggregate::bound_streaming_memory();
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {

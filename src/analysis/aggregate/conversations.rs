@@ -109,22 +109,15 @@ pub(super) fn add(ok: &LazyFrame, groups: &mut [Group]) -> anyhow::Result<()> {
             });
         }
     }
-    // The turn each failing conversation first failed at.
+    // The turn each failing conversation first failed at: flattening marked it, so
+    // the count is by turn, not by outcome (whose groups would grow with the run).
     let failing = collect(
         ok.clone()
-            .filter(col("exact").not())
-            .group_by([
-                col("scenario"),
-                col("mode"),
-                col("model"),
-                col("query_id"),
-                col("repeat"),
-            ])
-            .agg([col("turn").min().alias("first")])
-            .group_by([col("scenario"), col("mode"), col("model"), col("first")])
+            .filter(col("first_failed"))
+            .group_by([col("scenario"), col("mode"), col("model"), col("turn")])
             .agg([len().alias("c")]),
     )?;
-    let (ff, fc) = (nums(&failing, "first")?, nums(&failing, "c")?);
+    let (ff, fc) = (nums(&failing, "turn")?, nums(&failing, "c")?);
     for (i, key) in key_of(&failing)?.into_iter().enumerate() {
         if let Some(s) = stats.get_mut(&key) {
             s.first_failing.push((ff[i] as u64, fc[i] as u64));

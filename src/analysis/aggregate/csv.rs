@@ -143,6 +143,8 @@ pub fn write_summary_csv(summary: &Summary, path: &Path) -> anyhow::Result<()> {
 /// outcome, one per turn of a conversation), in slices of [`CSV_SLICE`] rows, so that
 /// memory stays that of a slice however large the run.
 pub fn write_outcomes_csv(parquet: &Path, path: &Path) -> anyhow::Result<()> {
+    // Slice after slice, polars frees and allocates large buffers.
+    let _frugal = crate::memory::frugal();
     let rows = super::frame::collect(super::frame::scan(parquet)?.select([len().alias("n")]))?;
     let n = super::frame::nums(&rows, "n")?
         .first()

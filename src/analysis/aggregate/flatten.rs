@@ -66,6 +66,10 @@ struct RowOf {
     turns: u64,
     /// The conversation is exact (every turn is).
     conv_exact: bool,
+    /// This turn is the conversation's first that is not exact: counted by turn, the
+    /// first failing turns need no grouping by outcome, whose memory would grow with
+    /// the number of outcomes.
+    first_failed: bool,
     /// The conversation's billed input, whole.
     conv_billed: u64,
     /// Billed input through this turn, and the same with the cache.
@@ -219,6 +223,7 @@ impl Batch {
                 turn: 1,
                 turns: 1,
                 conv_exact: l.score.exact,
+                first_failed: !l.score.exact,
                 conv_billed: billed(&l.tokens),
                 cum_billed: billed(&l.tokens),
                 cum_billed_cached: billed_cached(&l.tokens),
@@ -228,6 +233,11 @@ impl Batch {
         let turns = std::mem::take(&mut l.conversation);
         let n = turns.len() as u64;
         let (conv_exact, conv_billed) = (l.score.exact, billed(&l.tokens));
+        let first_failed = turns
+            .iter()
+            .filter(|t| !t.score.exact)
+            .map(|t| t.turn)
+            .min();
         let (mut cum, mut cum_cached) = (0, 0);
         for (i, t) in turns.into_iter().enumerate() {
             cum += billed(&t.tokens);
@@ -248,6 +258,7 @@ impl Batch {
                     turn: t.turn as u64,
                     turns: n,
                     conv_exact,
+                    first_failed: first_failed == Some(t.turn),
                     conv_billed,
                     cum_billed: cum,
                     cum_billed_cached: cum_cached,
@@ -267,6 +278,10 @@ impl Batch {
             self.u.entry(k).or_default().push(v);
         }
         self.b.entry("conv_exact").or_default().push(row.conv_exact);
+        self.b
+            .entry("first_failed")
+            .or_default()
+            .push(row.first_failed);
         let s = &mut self.s;
         // Groups are named by the mode as it ran (a scenario's `agent.modes` may
         // have changed the one asked); the mode as asked stays in `mode_asked`.
@@ -450,6 +465,7 @@ impl Batch {
 /// out with a warning. The Parquet file is written
 /// under a temporary name and renamed; on any error the temporary file is removed.
 pub fn flatten(jsonl: &Path, parquet: &Path) -> anyhow::Result<usize> {
+    let _frugal = crate::memory::frugal();
     let tmp = parquet.with_extension("parquet.partial");
     // The writer and its file are dropped inside `flatten_into`, before the rename or
     // the removal.

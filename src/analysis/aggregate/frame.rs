@@ -7,6 +7,40 @@ use std::path::Path;
 
 use polars::prelude::*;
 
+/// The environment variable by which polars bounds how many Parquet row groups its
+/// streaming reader fetches ahead of the query.
+const PREFETCH: &str = "POLARS_ROW_GROUP_PREFETCH_SIZE";
+
+/// The environment variable that sizes the table of groups each thread of polars'
+/// streaming group-by aggregates in place.
+const HOT_TABLE: &str = "POLARS_HOT_TABLE_SIZE";
+
+/// Groups each thread aggregates in place. Polars' default, 4,096 (4 in a build with
+/// debug assertions, as `cargo run` makes), is less than a summary's histograms and
+/// pairings hold, and the rows of the groups that do not fit are kept to the end of
+/// the query: its memory grew with the number of outcomes. Tables of this size cost a
+/// few MiB per thread.
+const HOT_TABLE_SIZE: usize = 1 << 16;
+
+/// Bounds the memory of polars' streaming queries, unless the environment already
+/// says otherwise: the reader fetches one row group per thread ahead, not up to 512
+/// (every one of ours, about 40,000 outcomes each, to 20 million outcomes), and the
+/// group-by aggregates [`HOT_TABLE_SIZE`] groups in place. With polars' defaults a
+/// summary of 10,000,000 outcome lines peaked at 1,026–1,200 MiB, and at 278–293 MiB
+/// with these (docs: benchmarks.md, "Aggregation memory"); it was no slower.
+///
+/// It sets environment variables, which polars reads when a query starts: call it
+/// before the program starts any thread (`main` does, and the aggregation bench).
+pub fn bound_streaming_memory() {
+    if std::env::var_os(PREFETCH).is_none() {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+        std::env::set_var(PREFETCH, threads.to_string());
+    }
+    if std::env::var_os(HOT_TABLE).is_none() {
+        std::env::set_var(HOT_TABLE, HOT_TABLE_SIZE.to_string());
+    }
+}
+
 pub(super) fn scan(parquet: &Path) -> PolarsResult<LazyFrame> {
     let p = parquet.to_string_lossy().into_owned();
     LazyFrame::scan_parquet(PlRefPath::new(p.as_str()), ScanArgsParquet::default())

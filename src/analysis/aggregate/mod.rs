@@ -24,6 +24,7 @@ mod spend;
 
 pub use csv::{write_outcomes_csv, write_summary_csv};
 pub use flatten::flatten;
+pub use frame::bound_streaming_memory;
 
 use frame::{collect, nums, quantiles_by, scan, strs, Quantiles};
 use pairs::{mcnemar_pairs, PAIRING_PASS};
@@ -48,6 +49,8 @@ pub fn summarize(parquet: &Path) -> anyhow::Result<Summary> {
 /// Computes the summary from a flattened outcomes file, savings against the mode
 /// `reference` (and against `all-tools` too, when the run holds it).
 pub fn summarize_against(parquet: &Path, reference: &str) -> anyhow::Result<Summary> {
+    // Polars' threads free and allocate large buffers query after query.
+    let _frugal = crate::memory::frugal();
     let base = scan(parquet)?;
     let meta = collect(
         base.clone().select([
