@@ -996,3 +996,56 @@ fn a_baseline_in_the_old_words_still_gates() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stdout(&o).contains("| regressed | tiny | progressive | oracle | first_request |"));
 }
+
+/// Past `DISCBENCH_SPILL_LIMIT` entries, the JUnit cases and the explorer's rows are
+/// sorted in runs on disk and merged: the files come out byte for byte as the sort in
+/// memory writes them, on lines out of plan order with repeats outside the plan. A
+/// limit that is not a positive number is refused, naming the variable.
+#[test]
+fn reports_sorted_on_disk_match_those_sorted_in_memory() {
+    let (_keep, run) = tiny_run("spill");
+    let outcomes = run.join("outcomes.jsonl");
+    let lines: Vec<String> = read(&outcomes).lines().map(str::to_string).collect();
+    assert!(lines.len() >= 4, "{} lines", lines.len());
+    // Each pass backwards, the repeats out of order.
+    let mut scrambled = String::new();
+    for r in [2, 0, 1] {
+        for l in lines.iter().rev() {
+            assert!(l.contains("\"repeat\":0,"), "{l}");
+            scrambled += &l.replacen("\"repeat\":0,", &format!("\"repeat\":{r},"), 1);
+            scrambled.push('\n');
+        }
+    }
+    std::fs::write(&outcomes, scrambled).unwrap();
+    let report = |limit: Option<&str>| {
+        let mut c = bin();
+        c.arg("report").arg(&run);
+        if let Some(l) = limit {
+            c.env("DISCBENCH_SPILL_LIMIT", l);
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    assert_eq!(report(None).0, Some(0));
+    let junit = read(&run.join("junit.xml"));
+    let html = read(&run.join("index.html"));
+    assert_eq!(junit.matches("<testcase ").count(), 3 * lines.len());
+    for limit in ["1", "2", "5"] {
+        let (code, err) = report(Some(limit));
+        assert_eq!(code, Some(0), "limit {limit}: {err}");
+        assert!(
+            read(&run.join("junit.xml")) == junit,
+            "junit.xml, limit {limit}"
+        );
+        assert!(
+            read(&run.join("index.html")) == html,
+            "index.html, limit {limit}"
+        );
+    }
+    let (code, err) = report(Some("0"));
+    assert_ne!(code, Some(0));
+    assert!(err.contains("DISCBENCH_SPILL_LIMIT"), "{err}");
+}

@@ -385,12 +385,16 @@ pub struct PlanOrder {
 
 /// An outcome's place in [`PlanOrder`]: its plan position (`usize::MAX` when not in
 /// the plan) and its key as numbers ([`PlanOrder::key`] gives the key back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rank {
     position: usize,
     names: [u32; 4],
     repeat: usize,
 }
+
+/// What ranks sort by: plan position, the four names' places among those seen, and
+/// the repeat.
+pub type RankKey = (usize, u32, u32, u32, u32, usize);
 
 impl Rank {
     pub fn repeat(&self) -> usize {
@@ -448,12 +452,20 @@ impl PlanOrder {
 
     /// Sorts `items` by their ranks (stable): by plan position, then by key.
     pub fn sort<T>(&self, items: &mut [T], rank: impl Fn(&T) -> &Rank) {
+        let key = self.sort_key();
+        items.sort_by_key(|t| key(rank(t)));
+    }
+
+    /// What [`PlanOrder::sort`] orders by, for the ranks given so far. Names first
+    /// seen later fall between the earlier ones without changing their order, so a
+    /// key taken later orders earlier ranks as this one does (what a
+    /// [`super::spill::Spill`] needs of it).
+    pub fn sort_key(&self) -> impl Fn(&Rank) -> RankKey {
         let order = self.names.each_ref().map(Interner::sorted_ranks);
-        items.sort_by_key(|t| {
-            let r = rank(t);
+        move |r| {
             let n = |i: usize| order[i][r.names[i] as usize];
             (r.position, n(0), n(1), n(2), n(3), r.repeat)
-        });
+        }
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod manifest;
 pub mod reader;
+pub mod spill;
 pub mod tail;
 pub mod texts;
 pub mod writer;

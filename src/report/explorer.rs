@@ -26,16 +26,18 @@
 //! page stays one self-contained file with no script of anyone else's.
 
 use std::collections::HashMap;
-use std::io::Write as _;
+use std::io::{Seek as _, Write as _};
 use std::path::Path;
 
 use base64::Engine as _;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::text::step_text;
 use crate::record::manifest::{Interner, PlanOrder, Rank};
+use crate::record::spill::{self, Spill};
 use crate::record::texts::TextStore;
 use crate::record::{reader, Entry, Layer, Outcome, RequestRecord};
 
@@ -146,7 +148,7 @@ pub fn clip(text: &str) -> String {
 
 /// One outcome table row (before plan ordering): numbers only, so that a run of
 /// millions of outcomes holds a few dozen bytes for each.
-#[derive(Clone)]
+#[derive(Clone, Serialize, Deserialize)]
 struct Row {
     rank: Rank,
     query: u32,
@@ -238,13 +240,33 @@ pub struct Explorer {
     pub raw_bytes: usize,
 }
 
+/// Writes the rows out as a sorted run when there are as many as may be held.
+fn spill_if_full(rows: &mut Spill<Row>, order: &PlanOrder) -> anyhow::Result<()> {
+    if rows.full() {
+        let key = order.sort_key();
+        rows.spill(|r| key(&r.rank))?;
+    }
+    Ok(())
+}
+
 /// An outcome table column: its name and its value in a row.
 type Column = (&'static str, fn(&Row) -> usize);
 
+/// The bytes of one column's numbers held in memory before they go to a temporary
+/// file in the run's directory.
+const COLUMN_IN_MEMORY: usize = 4 << 20;
+
 /// The rows blob, gzip-compressed: `head`'s fields and then `cols`, one array of
 /// numbers per column, the JSON written straight into the compressor (never whole in
-/// memory). Returns the blob and the JSON's length.
-fn rows_blob(head: &Value, rows: &[Row]) -> std::io::Result<(Vec<u8>, usize)> {
+/// memory). The rows are read once, in order: each column's numbers gather in a
+/// buffer of their own (a file in `dir` past [`COLUMN_IN_MEMORY`]) until they follow
+/// one another into the blob. Returns the blob, the JSON's length and the number of
+/// rows.
+fn rows_blob(
+    head: &Value,
+    rows: impl Iterator<Item = anyhow::Result<Row>>,
+    dir: &Path,
+) -> anyhow::Result<(Vec<u8>, usize, usize)> {
     let columns: [Column; 11] = [
         ("q", |r| r.query as usize),
         ("m", |r| r.mode as usize),
@@ -258,6 +280,27 @@ fn rows_blob(head: &Value, rows: &[Row]) -> std::io::Result<(Vec<u8>, usize)> {
         ("pe", |r| r.protocol_errors),
         ("d", |r| r.detail as usize),
     ];
+    let mut parts: Vec<std::io::BufWriter<tempfile::SpooledTempFile>> = columns
+        .iter()
+        .map(|_| {
+            std::io::BufWriter::with_capacity(
+                1 << 16,
+                tempfile::spooled_tempfile_in(COLUMN_IN_MEMORY, dir),
+            )
+        })
+        .collect();
+    let mut num = itoa::Buffer::new();
+    let mut count = 0;
+    for r in rows {
+        let r = r?;
+        for ((_, value), part) in columns.iter().zip(&mut parts) {
+            if count > 0 {
+                part.write_all(b",")?;
+            }
+            part.write_all(num.format(value(&r)).as_bytes())?;
+        }
+        count += 1;
+    }
     let mut w = Counted {
         inner: std::io::BufWriter::with_capacity(
             1 << 16,
@@ -269,24 +312,20 @@ fn rows_blob(head: &Value, rows: &[Row]) -> std::io::Result<(Vec<u8>, usize)> {
     // `{…}` without its closing brace, then the columns as the last field.
     w.write_all(&head.as_bytes()[..head.len() - 1])?;
     w.write_all(br#","cols":{"#)?;
-    let mut num = itoa::Buffer::new();
-    for (i, (name, value)) in columns.iter().enumerate() {
+    for (i, ((name, _), part)) in columns.iter().zip(parts).enumerate() {
         if i > 0 {
             w.write_all(b",")?;
         }
         write!(w, "\"{name}\":[")?;
-        for (j, r) in rows.iter().enumerate() {
-            if j > 0 {
-                w.write_all(b",")?;
-            }
-            w.write_all(num.format(value(r)).as_bytes())?;
-        }
+        let mut part = part.into_inner().map_err(|e| e.into_error())?;
+        part.rewind()?;
+        std::io::copy(&mut part, &mut w)?;
         w.write_all(b"]")?;
     }
     w.write_all(b"}}")?;
     let n = w.n;
     let gz = w.inner.into_inner().map_err(|e| e.into_error())?.finish()?;
-    Ok((gz, n))
+    Ok((gz, n, count))
 }
 
 /// A writer that counts the bytes written through it.
@@ -473,7 +512,10 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
 impl Explorer {
     /// Reads the run's outcomes (and `texts.jsonl` beside them) once.
     pub fn build(outcomes: &Path) -> anyhow::Result<Explorer> {
-        let dir = outcomes.parent().unwrap_or(Path::new("."));
+        // `Path::new("outcomes.jsonl").parent()` is the empty path.
+        let dir = (outcomes.parent())
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         let texts = TextStore::load(dir)?;
         let mut order = PlanOrder::for_dir(dir)?;
         let mut st = Strings::new(&texts);
@@ -486,21 +528,24 @@ impl Explorer {
         let mut query_list: Vec<Value> = Vec::new();
         let mut contexts: HashMap<(u32, u32), Context> = HashMap::new();
         let mut details = Details::new();
-        let mut rows: Vec<Row> = Vec::new();
-        // Lines read before, by their content without the repeat index.
-        let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+        // One row per outcome; past a million (`spill::limit`)
+        // they are sorted in runs on disk.
+        let limit = spill::limit()?;
+        let mut rows: Spill<Row> = Spill::new(dir, limit);
+        // Lines read before, by their content without the repeat index: their rows.
+        let mut seen: HashMap<[u8; 32], Row> = HashMap::new();
         // Modes are shown as they ran ([`crate::record::mode_label`]).
         let mut labels = crate::record::ModeLabels::default();
         reader::read_text(outcomes, |line_no, line| {
             let same = crate::record::repeat_free_hash(line);
             if let Some((h, repeat)) = same {
-                if let Some(&i) = seen.get(&h) {
+                if let Some(row) = seen.get(&h) {
                     let row = Row {
-                        rank: order.with_repeat(&rows[i].rank, repeat),
-                        ..rows[i].clone()
+                        rank: order.with_repeat(&row.rank, repeat),
+                        ..row.clone()
                     };
                     rows.push(row);
-                    return Ok(());
+                    return spill_if_full(&mut rows, &order);
                 }
             }
             let o: Outcome =
@@ -558,10 +603,7 @@ impl Explorer {
                 }
             }
             let d = details.id(&detail(&o, &mut st))?;
-            if let Some((h, _)) = same {
-                seen.insert(h, rows.len());
-            }
-            rows.push(Row {
+            let row = Row {
                 rank: order.rank(&o.key()),
                 query,
                 mode,
@@ -577,12 +619,19 @@ impl Explorer {
                 billed_input: o.tokens.billed_input,
                 protocol_errors: o.protocol_errors(),
                 detail: d,
-            });
-            Ok(())
+            };
+            if let Some((h, _)) = same {
+                // Bounded too: lines that all differ would otherwise fill it.
+                if seen.len() >= limit {
+                    seen.clear();
+                }
+                seen.insert(h, row.clone());
+            }
+            rows.push(row);
+            spill_if_full(&mut rows, &order)
         })?;
+        drop(seen);
         details.close()?;
-        // Episodes finish in any order: the table starts in plan order.
-        order.sort(&mut rows, |r| &r.rank);
         let mut cx_list: Vec<Value> = contexts
             .iter()
             .map(|(&(sc, mode), c)| {
@@ -606,14 +655,17 @@ impl Explorer {
             "contexts": cx_list,
             "chunk": CHUNK,
         });
-        let (rows_gz, rows_bytes) = rows_blob(&head, &rows)?;
+        // Episodes finish in any order: the table starts in plan order.
+        let key = order.sort_key();
+        let (rows_gz, rows_bytes, outcomes) =
+            rows_blob(&head, rows.sorted(|r| key(&r.rank))?, dir)?;
         let strings_json = serde_json::to_string(&st.list)?;
         Ok(Explorer {
             raw_bytes: rows_bytes + strings_json.len() + details.raw_bytes,
             rows: b64(&rows_gz),
             strings: gzip_b64(strings_json.as_bytes())?,
             chunks: details.done.iter().map(|c| b64(c)).collect(),
-            outcomes: rows.len(),
+            outcomes,
             details: details.count as usize,
         })
     }

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::exporter::{Exporter, ReportCx};
 use super::text::{esc, esc_attr, step_text};
 use crate::record::manifest::{Interner, PlanOrder, Rank};
+use crate::record::spill::{self, Spill};
 use crate::record::{reader, OutcomeKey};
 use crate::score::Score;
 
@@ -96,8 +97,10 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
         let mut order = PlanOrder::for_dir(dir)?;
         let texts = crate::record::texts::TextStore::load(dir)?;
         // One entry per case, small whatever the case says: its rank, and its mode as
-        // it ran and its body, each text held once and referred to by number.
-        let mut cases: Vec<(Rank, u32, u32)> = Vec::new();
+        // it ran and its body, each text held once and referred to by number. Past a
+        // million (`spill::limit`) they are sorted in runs on disk and merged.
+        let limit = spill::limit()?;
+        let mut cases: Spill<(Rank, u32, u32)> = Spill::new(dir, limit);
         let (mut modes, mut bodies) = (Interner::default(), Interner::default());
         // Lines that differ from one read before in their repeat index alone share
         // its case: a deterministic model's repeats are parsed once.
@@ -109,7 +112,7 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
             if let Some((h, repeat)) = same {
                 if let Some(&(rank, mode, body)) = seen.get(&h) {
                     cases.push((order.with_repeat(&rank, repeat), mode, body));
-                    return Ok(());
+                    return spill_if_full(&mut cases, &order);
                 }
             }
             let mut c: Case =
@@ -140,18 +143,32 @@ fn write_cases(cx: &ReportCx, tmp: &Path, failures: u64, errors: u64) -> anyhow:
             );
             cases.push(case);
             if let Some((h, _)) = same {
+                // Bounded too: lines that all differ would otherwise fill it.
+                if seen.len() >= limit {
+                    seen.clear();
+                }
                 seen.insert(h, case);
             }
-            Ok(())
+            spill_if_full(&mut cases, &order)
         })?;
         drop(seen);
-        order.sort(&mut cases, |c| &c.0);
-        for (rank, mode, body) in cases {
+        let key = order.sort_key();
+        for case in cases.sorted(|c| key(&c.0))? {
+            let (rank, mode, body) = case?;
             w.write_all(head(&order.key(&rank), modes.get(mode)).as_bytes())?;
             w.write_all(bodies.get(body).as_bytes())?;
         }
         writeln!(w, "  </testsuite>\n</testsuites>")?;
         w.flush()?;
+    }
+    Ok(())
+}
+
+/// Writes the cases out as a sorted run when there are as many as may be held.
+fn spill_if_full(cases: &mut Spill<(Rank, u32, u32)>, order: &PlanOrder) -> anyhow::Result<()> {
+    if cases.full() {
+        let key = order.sort_key();
+        cases.spill(|c| key(&c.0))?;
     }
     Ok(())
 }
