@@ -63,8 +63,124 @@ pub struct Counter {
     /// The encoding's tables, built once per process (they take a good part of a
     /// mock run to build, and are the same for every counter).
     bpe: &'static CoreBPE,
+    /// o200k_base's own split (see [`Split`]); cl100k_base is counted by tiktoken-rs.
+    split: Option<&'static Split>,
     memo: Mutex<Memo>,
 }
+
+/// o200k_base's pre-tokenizer without its look-ahead, and its token table.
+///
+/// tiktoken splits a text with a regular expression whose one look-ahead,
+/// `\s+(?!\S)`, forces tiktoken-rs onto a backtracking engine that took two thirds of
+/// the counting time (8% of the suite's). The same split is found without it: the
+/// expression ends `\s*[\r\n]+|\s+(?!\S)|\s+`, so a
+/// match made of whitespace alone that holds no line break comes from the last two
+/// alternatives, and `\s+(?!\S)` takes the whole run at the end of the text, else all
+/// of it but its last character when that leaves one, else the run is one character
+/// and `\s+` takes it. The expression without the look-ahead is searched by a finite
+/// automaton (leftmost-first, as a backtracking engine prefers its alternatives), and
+/// the match cut back by those rules; each piece is then one token when the table has
+/// it, else split by tiktoken-rs's own byte-pair merge. `the_split_is_tiktokens`
+/// checks the counts against tiktoken-rs's on generated texts and on every built-in
+/// scenario and catalog file.
+pub struct Split {
+    re: regex_automata::meta::Regex,
+    ranks: rustc_hash::FxHashMap<Vec<u8>, tiktoken_rs::Rank>,
+}
+
+/// o200k_base's expression with `\s+(?!\S)|\s+` as `\s+` (see [`Split`]).
+const O200K_SPLIT: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    "|",
+    r"\p{N}{1,3}",
+    "|",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    "|",
+    r"\s*[\r\n]+",
+    "|",
+    r"\s+",
+);
+
+thread_local! {
+    /// The automaton's scratch space, one per thread (a shared pool made the second
+    /// thread wait on a lock at every search).
+    static SPLIT_CACHE: std::cell::RefCell<Option<regex_automata::meta::Cache>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+impl Split {
+    fn o200k(bpe: &CoreBPE) -> Split {
+        let specials = bpe.special_tokens();
+        let mut ranks = rustc_hash::FxHashMap::default();
+        // The ordinary tokens are ranks 0 to 199,997; the special ones are skipped.
+        for r in 0..200_100 {
+            if let Ok(bytes) = bpe.decode_bytes(&[r]) {
+                let special = std::str::from_utf8(&bytes).is_ok_and(|s| specials.contains(s));
+                if !special {
+                    ranks.insert(bytes, r);
+                }
+            }
+        }
+        Split {
+            re: regex_automata::meta::Regex::new(O200K_SPLIT).expect("o200k_base's split"),
+            ranks,
+        }
+    }
+
+    /// The pieces of `text` as tiktoken splits it.
+    fn pieces<'t>(&self, text: &'t str, mut each: impl FnMut(&'t str)) {
+        SPLIT_CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            let cache = c.get_or_insert_with(|| self.re.create_cache());
+            let mut at = 0;
+            while at < text.len() {
+                // Every character starts a match of the expression, so each search
+                // is anchored where the last match ended (one forward scan, no
+                // reverse one to find the start); tiktoken would skip a character
+                // that started none, and so would the unanchored search after.
+                let input = regex_automata::Input::new(text).span(at..text.len());
+                let anchored = input.clone().anchored(regex_automata::Anchored::Yes);
+                let Some(m) = self
+                    .re
+                    .search_with(cache, &anchored)
+                    .or_else(|| self.re.search_with(cache, &input))
+                else {
+                    break;
+                };
+                let mut end = m.end();
+                let piece = &text[m.start()..end];
+                if end < text.len()
+                    && !piece.contains(['\r', '\n'])
+                    && piece.chars().all(char::is_whitespace)
+                {
+                    if let Some((last, _)) = piece.char_indices().last().filter(|(i, _)| *i > 0) {
+                        end = m.start() + last;
+                    }
+                }
+                each(&text[m.start()..end]);
+                at = end;
+            }
+        });
+    }
+
+    /// Tokens of `text`, as tiktoken-rs's `encode_ordinary` would give them.
+    fn count(&self, text: &str) -> usize {
+        let mut n = 0;
+        self.pieces(text, |p| {
+            let b = p.as_bytes();
+            n += if b.len() == 1 || self.ranks.contains_key(b) {
+                1
+            } else {
+                tiktoken_rs::byte_pair_split(b, &self.ranks).len()
+            };
+        });
+        n
+    }
+}
+
+static O200K_SPLIT_TABLE: std::sync::OnceLock<Split> = std::sync::OnceLock::new();
 
 /// Two generations of counted strings: a hit in the old one is moved to the young
 /// one; when the young one is full, it becomes the old one and the old one is dropped.
@@ -162,9 +278,12 @@ impl Counter {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
         };
+        let split = (encoding == Encoding::O200kBase)
+            .then(|| O200K_SPLIT_TABLE.get_or_init(|| Split::o200k(bpe)));
         Counter {
             encoding,
             bpe,
+            split,
             memo: Mutex::new(Memo::default()),
         }
     }
@@ -182,35 +301,47 @@ impl Counter {
             if let Some(n) = self.memo.lock().expect("memo lock").get(text) {
                 return n;
             }
-            let n = self.bpe.encode_ordinary(text).len();
+            let n = self.encode_len(text);
             self.memo.lock().expect("memo lock").insert(text, n);
             return n;
         }
         // Each piece from the memo, or encoded (outside the lock) and remembered.
+        // A piece may come back within one text (a boilerplate line that ends many
+        // tool descriptions of one server): it is encoded once.
         let mut total = 0;
-        let mut missing = Vec::new();
+        let mut missing: Vec<(&str, usize)> = Vec::new();
+        let mut at: HashMap<&str, usize, Hasher> = HashMap::default();
         {
             let mut memo = self.memo.lock().expect("memo lock");
             for piece in segments(text) {
-                match memo.get(piece) {
-                    Some(n) => total += n,
-                    None => missing.push(piece),
+                if let Some(n) = memo.get(piece) {
+                    total += n;
+                } else if let Some(&i) = at.get(piece) {
+                    missing[i].1 += 1;
+                } else {
+                    at.insert(piece, missing.len());
+                    missing.push((piece, 1));
                 }
             }
         }
         if missing.is_empty() {
             return total;
         }
-        let counted: Vec<usize> = missing
-            .iter()
-            .map(|p| self.bpe.encode_ordinary(p).len())
-            .collect();
+        let counted: Vec<usize> = missing.iter().map(|(p, _)| self.encode_len(p)).collect();
         let mut memo = self.memo.lock().expect("memo lock");
-        for (p, n) in missing.iter().zip(&counted) {
+        for ((p, times), n) in missing.iter().zip(&counted) {
             memo.insert(p, *n);
-            total += n;
+            total += n * times;
         }
         total
+    }
+
+    /// Tokens of `text`, encoded now.
+    fn encode_len(&self, text: &str) -> usize {
+        match self.split {
+            Some(s) => s.count(text),
+            None => self.bpe.encode_ordinary(text).len(),
+        }
     }
 
     /// How many strings the memo holds now (at most two generations).
@@ -355,6 +486,78 @@ mod tests {
         // ... and after an escaped line feed before punctuation other than `'`.
         let cut: Vec<&str> = segments(r"x:\n- a\nb\n'c\n\n- d").collect();
         assert_eq!(cut, [r"x:\n", r"- a\nb\n'c\n", r"\n", r"- d"]);
+    }
+
+    /// Every text file under `dir` (scenarios, catalogs, templates, docs).
+    fn text_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                text_files(&p, out);
+            } else if p
+                .extension()
+                .is_some_and(|x| ["yaml", "json", "md", "j2", "txt"].contains(&x.to_str().unwrap()))
+            {
+                out.push(p);
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_is_tiktokens() {
+        let c = Counter::new(Encoding::O200kBase);
+        let split = c.split.expect("o200k_base counts with its own split");
+        // Whitespace of every kind before, between and after words, at the end of
+        // the text or not; upper-case runs, title case, contractions in both cases,
+        // marks, digits, CJK and emoji, unpaired punctuation.
+        const MORE: &[&str] = &[
+            " ", "  ", "   ", "\t", "\u{a0}", "\u{2028}", "\u{3000}", "\r\n", " \n ", "ABC", "Abc",
+            "aBC", "'S", "'LL", "'re", "'Ve", "don't", "\u{1c5}", "\u{2b0}", "\u{301}", "\u{903}",
+            "9", "12345", "½", "٣", "漢字", "🙂", "👍🏽", "!", "...", "--", "//", "\\", "\u{200b}",
+            "é", "Ω", "ß", "ﬁ", "\u{feff}", "\u{0}",
+        ];
+        let mut x: u64 = 7;
+        for len in [1usize, 2, 3, 5, 8, 40, 200] {
+            for _ in 0..400 {
+                let mut t = String::new();
+                for _ in 0..len {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    t.push_str(MORE[(x >> 33) as usize % MORE.len()]);
+                }
+                assert_eq!(split.count(&t), c.count_uncached(&t), "{t:?}");
+            }
+        }
+        for seed in 0..400 {
+            let t = delicate_text(seed, 40 + (seed as usize % 7) * 60);
+            assert_eq!(split.count(&t), c.count_uncached(&t), "{t:?}");
+        }
+        // Every built-in scenario, catalog, template and page of the docs, whole.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut files = Vec::new();
+        for d in ["scenarios", "fixtures/catalogs", "templates", "docs/src"] {
+            text_files(&root.join(d), &mut files);
+        }
+        assert!(files.len() > 50, "{}", files.len());
+        for f in files {
+            let t = std::fs::read_to_string(&f).unwrap();
+            assert_eq!(split.count(&t), c.count_uncached(&t), "{}", f.display());
+        }
+    }
+
+    #[test]
+    fn a_piece_repeated_within_a_text_is_counted_each_time() {
+        let c = Counter::new(Encoding::O200kBase);
+        // Every description ends with the same line, a piece of its own each time.
+        let text: String = (0..30)
+            .map(|i| format!("tool_{i}: does thing {i}.\nWhen in doubt, ask the user first.\n"))
+            .collect();
+        assert!(segments(&text).filter(|p| p.starts_with("When")).count() == 30);
+        assert_eq!(c.count(&text), c.count_uncached(&text));
+        // 30 distinct first lines and the repeated one, remembered once.
+        assert_eq!(c.memo_len(), 31);
+        assert_eq!(c.count(&text), c.count_uncached(&text));
     }
 
     #[test]

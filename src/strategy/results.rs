@@ -55,6 +55,28 @@ pub fn join_marked(lines: &[String], marks: &[usize]) -> (String, Vec<usize>) {
     (text, ends)
 }
 
+/// Answers that depend only on the catalog (`discover` of one container), made the
+/// first time one is asked for and copied out after: a unit's queries and models ask
+/// for the same few again and again, and formatting each schema anew took 4% of the
+/// suite's time.
+pub struct Answers(Vec<std::sync::OnceLock<(String, Vec<usize>)>>);
+
+impl Answers {
+    /// Room for `n` answers, by the container's position in its catalog.
+    pub fn new(n: usize) -> Answers {
+        Answers((0..n).map(|_| std::sync::OnceLock::new()).collect())
+    }
+
+    /// Answer `i`, made by `make` if it is not made yet.
+    pub fn get(
+        &self,
+        i: usize,
+        make: impl FnOnce() -> (String, Vec<usize>),
+    ) -> (String, Vec<usize>) {
+        self.0[i].get_or_init(make).clone()
+    }
+}
+
 fn prefix(s: &str, chars: usize) -> &str {
     match s.char_indices().nth(chars) {
         Some((i, _)) => &s[..i],

@@ -15,7 +15,7 @@ use crate::strategy::protocol::{
     arg_str, meta_args, no_container, parameters_arg, valid, Env, ProtocolError, Rendered,
     Resolution, State, Strategy,
 };
-use crate::strategy::results::{join_marked, pretty};
+use crate::strategy::results::{join_marked, pretty, Answers};
 use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
@@ -26,6 +26,8 @@ pub struct ConnectorsProgressive {
     rendered: Rendered,
     /// The name each connector is shown by, in catalog order.
     names: Vec<String>,
+    /// `discover`'s answer per connector, in catalog order.
+    discovered: Answers,
 }
 
 impl ConnectorsProgressive {
@@ -66,13 +68,15 @@ impl ConnectorsProgressive {
                 section: String::new(),
                 tools: vec![tool],
             },
+            discovered: Answers::new(names.len()),
             names,
         })
     }
 
-    fn by_name(&self, name: &str) -> Option<&Connector> {
+    /// The connector shown by `name`, and its position in the catalog.
+    fn by_name(&self, name: &str) -> Option<(usize, &Connector)> {
         let i = self.names.iter().position(|n| n == name)?;
-        self.catalog.connectors.get(i)
+        self.catalog.connectors.get(i).map(|c| (i, c))
     }
 
     fn name_of(&self, connector: &str) -> Option<&str> {
@@ -139,7 +143,7 @@ impl Strategy for ConnectorsProgressive {
             Ok(x) => x,
             Err(r) => return r,
         };
-        let Some(conn) = self.by_name(name) else {
+        let Some((i, conn)) = self.by_name(name) else {
             // An `execute` of a connector that does not exist is a call made; a
             // `discover` of one is a look.
             return no_container(
@@ -155,7 +159,7 @@ impl Strategy for ConnectorsProgressive {
                 Vec::new(),
             ),
             "discover" => {
-                let (content, ends) = discover_text(conn, name);
+                let (content, ends) = self.discovered.get(i, || discover_text(conn, name));
                 let addrs = conn
                     .actions
                     .iter()

@@ -14,7 +14,7 @@ use crate::strategy::protocol::{
     arg_str, meta_args, no_container, parameters_arg, valid, Env, ProtocolError, Rendered,
     Resolution, State, Strategy,
 };
-use crate::strategy::results::{join_marked, pretty};
+use crate::strategy::results::{join_marked, pretty, Answers};
 use crate::strategy::templates::{TemplateError, Templates};
 use crate::wire::ToolDef;
 
@@ -23,6 +23,8 @@ pub const MCP: &str = "mcp";
 pub struct McpProgressive {
     catalog: Arc<Catalog>,
     rendered: Rendered,
+    /// `discover`'s answer per server, in catalog order.
+    discovered: Answers,
 }
 
 impl McpProgressive {
@@ -54,6 +56,7 @@ impl McpProgressive {
             }),
         };
         Ok(McpProgressive {
+            discovered: Answers::new(catalog.mcp_servers.len()),
             catalog: catalog.clone(),
             rendered: Rendered {
                 section: String::new(),
@@ -118,7 +121,8 @@ impl Strategy for McpProgressive {
             Ok(x) => x,
             Err(r) => return r,
         };
-        let Some(server) = self.catalog.mcp_server(name) else {
+        let found = self.catalog.mcp_servers.iter().position(|s| s.name == name);
+        let Some((i, server)) = found.map(|i| (i, &self.catalog.mcp_servers[i])) else {
             // A `call` on a server that does not exist is a call made; a `discover` of
             // one is a look.
             return no_container(
@@ -133,7 +137,7 @@ impl Strategy for McpProgressive {
                 Resolution::fetched(format!("Server '{name}' offers no tools."), Vec::new())
             }
             "discover" => {
-                let (content, ends) = discover_text(server);
+                let (content, ends) = self.discovered.get(i, || discover_text(server));
                 let addrs = server
                     .tools
                     .iter()
