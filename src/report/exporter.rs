@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
+use super::explorer::Early;
 use crate::analysis::compare::Comparison;
 use crate::analysis::summary::Summary;
 
@@ -15,6 +16,8 @@ pub struct ReportCx<'a> {
     pub outcomes: &'a Path,
     /// The verdict against a baseline, when one was given.
     pub comparison: Option<&'a Comparison>,
+    /// The page's outcome explorer, when it was started before the summary.
+    pub explorer: &'a Early,
 }
 
 /// One output format.

@@ -43,7 +43,8 @@ impl Exporter for Html {
     }
 
     fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
-        let page = render(cx.summary, cx.outcomes, cx.comparison, &dir.join("plots"))?;
+        let explorer = cx.explorer.take(cx.outcomes)?;
+        let page = render(cx.summary, explorer, cx.comparison, &dir.join("plots"))?;
         write_atomic(&dir.join("index.html"), page.as_bytes())
     }
 }
@@ -655,11 +656,10 @@ fn explorer_section(x: &Explorer) -> String {
 /// The whole page.
 pub fn render(
     s: &Summary,
-    outcomes: &Path,
+    explorer: Explorer,
     comparison: Option<&Comparison>,
     plots: &Path,
 ) -> anyhow::Result<String> {
-    let explorer = Explorer::build(outcomes)?;
     let charts: BTreeMap<String, (String, String)> = chart_list(s)
         .into_iter()
         .filter_map(|(stem, title)| {

@@ -68,10 +68,22 @@ pub fn write_all(
     summary: &Summary,
     comparison: Option<&Comparison>,
 ) -> anyhow::Result<Vec<PathBuf>> {
+    write_all_with(dir, summary, comparison, &explorer::Early::none())
+}
+
+/// [`write_all`], with the page's explorer started before the summary was computed
+/// ([`explorer::Early::start`]).
+pub fn write_all_with(
+    dir: &Path,
+    summary: &Summary,
+    comparison: Option<&Comparison>,
+    explorer: &explorer::Early,
+) -> anyhow::Result<Vec<PathBuf>> {
     let cx = ReportCx {
         summary,
         outcomes: &dir.join("outcomes.jsonl"),
         comparison,
+        explorer,
     };
     let all = exporters();
     let (page, rest): (Vec<&dyn Exporter>, Vec<&dyn Exporter>) = all
