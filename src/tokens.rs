@@ -73,16 +73,16 @@ pub struct Counter {
 /// tiktoken splits a text with a regular expression whose one look-ahead,
 /// `\s+(?!\S)`, forces tiktoken-rs onto a backtracking engine that took two thirds of
 /// the counting time (8% of the suite's). The same split is found without it: the
-/// expression ends `\s*[\r\n]+|\s+(?!\S)|\s+`, so a
-/// match made of whitespace alone that holds no line break comes from the last two
-/// alternatives, and `\s+(?!\S)` takes the whole run at the end of the text, else all
-/// of it but its last character when that leaves one, else the run is one character
-/// and `\s+` takes it. The expression without the look-ahead is searched by a finite
-/// automaton (leftmost-first, as a backtracking engine prefers its alternatives), and
-/// the match cut back by those rules; each piece is then one token when the table has
-/// it, else split by tiktoken-rs's own byte-pair merge. `the_split_is_tiktokens`
-/// checks the counts against tiktoken-rs's on generated texts and on every built-in
-/// scenario and catalog file.
+/// expression ends `\s*[\r\n]+|\s+(?!\S)|\s+`, so a match made of whitespace alone
+/// that holds no line break comes from the last two alternatives, and `\s+(?!\S)`
+/// takes the whole run at the end of the text, else all of it but its last character
+/// when that leaves one, else the run is one character and `\s+` takes it. The
+/// expression without the look-ahead is searched by a finite automaton
+/// (leftmost-first, as a backtracking engine prefers its alternatives), and the match
+/// cut back by those rules; each piece is then one token when the table has it, else
+/// split by tiktoken-rs's own byte-pair merge. `the_split_is_tiktokens` checks the
+/// counts against tiktoken-rs's on generated texts and on every built-in scenario,
+/// catalog, template and page of the docs.
 pub struct Split {
     re: regex_automata::meta::Regex,
     ranks: rustc_hash::FxHashMap<Vec<u8>, tiktoken_rs::Rank>,
@@ -555,7 +555,7 @@ mod tests {
             .collect();
         assert!(segments(&text).filter(|p| p.starts_with("When")).count() == 30);
         assert_eq!(c.count(&text), c.count_uncached(&text));
-        // 30 distinct first lines and the repeated one, remembered once.
+        // 30 distinct first lines and the repeated one: the memo holds each once.
         assert_eq!(c.memo_len(), 31);
         assert_eq!(c.count(&text), c.count_uncached(&text));
     }
