@@ -88,13 +88,14 @@ thread_local! {
 }
 
 /// Documents tokenized once, to be ranked against many queries (the search tool's
-/// pool is searched on every call).
+/// pool is searched on every call). How many documents hold a term is counted per
+/// query, for the query's terms only: a scan as long as the scoring's own, where a
+/// table of every term's count cost more to build than most indexes are searched
+/// (the lexical model ranks each new tool list once).
 pub struct Index {
     /// Per document: term → count.
     docs: Vec<std::sync::Arc<FastMap<String, usize>>>,
     lens: Vec<usize>,
-    /// Term → documents holding it.
-    df: FastMap<String, usize>,
     avg: f64,
 }
 
@@ -123,20 +124,11 @@ impl Index {
     }
 
     pub fn new(docs: &[String]) -> Index {
-        let mut df: FastMap<String, usize> = FastMap::default();
         let mut out = Vec::with_capacity(docs.len());
         let mut lens = Vec::with_capacity(docs.len());
         for d in docs {
             let (tf, len) = terms_of(d);
             lens.push(len);
-            for w in tf.keys() {
-                match df.get_mut(w) {
-                    Some(n) => *n += 1,
-                    None => {
-                        df.insert(w.clone(), 1);
-                    }
-                }
-            }
             out.push(tf);
         }
         let avg = if docs.is_empty() {
@@ -147,19 +139,13 @@ impl Index {
         Index {
             docs: out,
             lens,
-            df,
             avg,
         }
     }
 
     /// How many documents hold `term` (a tokenized word).
     pub fn df(&self, term: &str) -> usize {
-        self.df.get(term).copied().unwrap_or(0)
-    }
-
-    /// The distinct terms of document `i`.
-    pub fn terms(&self, i: usize) -> impl Iterator<Item = &String> {
-        self.docs[i].keys()
+        self.docs.iter().filter(|d| d.contains_key(term)).count()
     }
 
     /// BM25 scores of each document for the query, in document order.
@@ -168,18 +154,19 @@ impl Index {
         let mut q = tokenize(query);
         q.sort();
         q.dedup();
+        let df: Vec<f64> = q.iter().map(|term| self.df(term) as f64).collect();
         self.docs
             .iter()
             .zip(&self.lens)
             .map(|(d, &len)| {
                 let len = len as f64;
                 q.iter()
-                    .map(|term| {
+                    .zip(&df)
+                    .map(|(term, &nq)| {
                         let tf = d.get(term).copied().unwrap_or(0) as f64;
                         if tf == 0.0 {
                             return 0.0;
                         }
-                        let nq = self.df(term) as f64;
                         let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
                         idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg.max(1.0)))
                     })
@@ -223,5 +210,65 @@ mod tests {
         assert_eq!(scores("ab", &b), Index::new(&b).scores("ab"));
         assert_ne!(scores("ab", &a), scores("ab", &b));
         assert!(std::rc::Rc::ptr_eq(&Index::cached(&a), &Index::cached(&a)));
+    }
+
+    /// BM25 with every term's document count tabled up front, as the index did
+    /// before it counted per query: the scores must agree to the bit.
+    #[test]
+    fn scores_agree_with_a_table_of_every_terms_count() {
+        let docs: Vec<String> = [
+            "create a jira issue in a project",
+            "send an email message to a list of recipients",
+            "search issues by project and status; issues issues",
+            "",
+            "list the projects of a workspace and their issues",
+            "read an email thread, reply to the email",
+        ]
+        .map(String::from)
+        .to_vec();
+        let toks: Vec<Vec<String>> = docs.iter().map(|d| tokenize(d)).collect();
+        let mut df: std::collections::HashMap<&str, usize> = Default::default();
+        for t in &toks {
+            let distinct: std::collections::BTreeSet<&str> = t.iter().map(String::as_str).collect();
+            for w in distinct {
+                *df.entry(w).or_default() += 1;
+            }
+        }
+        let avg = toks.iter().map(Vec::len).sum::<usize>() as f64 / docs.len() as f64;
+        let n = docs.len() as f64;
+        for query in [
+            "email the project issues",
+            "jira",
+            "nothing matches",
+            "issues issues list",
+        ] {
+            let mut q = tokenize(query);
+            q.sort();
+            q.dedup();
+            let want: Vec<f64> = toks
+                .iter()
+                .map(|t| {
+                    let len = t.len() as f64;
+                    q.iter()
+                        .map(|w| {
+                            let tf = t.iter().filter(|x| *x == w).count() as f64;
+                            if tf == 0.0 {
+                                return 0.0;
+                            }
+                            let nq = df.get(w.as_str()).copied().unwrap_or(0) as f64;
+                            let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
+                            idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)))
+                        })
+                        .sum()
+                })
+                .collect();
+            let got = Index::new(&docs).scores(query);
+            assert_eq!(
+                got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+                "{query}"
+            );
+        }
+        assert_eq!(Index::new(&docs).df("issue"), 3);
     }
 }

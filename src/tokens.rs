@@ -58,13 +58,12 @@ impl FromStr for Encoding {
 const MEMO_GENERATION: usize = 50_000;
 
 /// A tokenizer with a bounded memo of the strings it has counted.
+///
+/// The encoding's tables are built once per process, at the first count of any
+/// counter (they take a good part of a mock run to build, and are the same for every
+/// counter); [`Counter::warm`] builds them ahead, on a thread of the caller's.
 pub struct Counter {
     encoding: Encoding,
-    /// The encoding's tables, built once per process (they take a good part of a
-    /// mock run to build, and are the same for every counter).
-    bpe: &'static CoreBPE,
-    /// o200k_base's own split (see [`Split`]); cl100k_base is counted by tiktoken-rs.
-    split: Option<&'static Split>,
     memo: Mutex<Memo>,
 }
 
@@ -113,8 +112,9 @@ thread_local! {
 impl Split {
     fn o200k(bpe: &CoreBPE) -> Split {
         let specials = bpe.special_tokens();
-        let mut ranks = rustc_hash::FxHashMap::default();
         // The ordinary tokens are ranks 0 to 199,997; the special ones are skipped.
+        let mut ranks =
+            rustc_hash::FxHashMap::with_capacity_and_hasher(200_000, Default::default());
         for r in 0..200_100 {
             if let Ok(bytes) = bpe.decode_bytes(&[r]) {
                 let special = std::str::from_utf8(&bytes).is_ok_and(|s| specials.contains(s));
@@ -274,18 +274,32 @@ impl Memo {
 
 impl Counter {
     pub fn new(encoding: Encoding) -> Counter {
-        let bpe = match encoding {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-        };
-        let split = (encoding == Encoding::O200kBase)
-            .then(|| O200K_SPLIT_TABLE.get_or_init(|| Split::o200k(bpe)));
         Counter {
             encoding,
-            bpe,
-            split,
             memo: Mutex::new(Memo::default()),
         }
+    }
+
+    /// Builds the tables of `encoding` now, so that a counter's first count does not
+    /// wait for them (run on a thread of its own while other set-up goes on; a count
+    /// meanwhile waits for this build, it does not start another).
+    pub fn warm(encoding: Encoding) {
+        Counter::new(encoding).split();
+    }
+
+    /// The encoding's tables.
+    fn bpe(&self) -> &'static CoreBPE {
+        match self.encoding {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+
+    /// o200k_base's own split (see [`Split`]); cl100k_base is counted by tiktoken-rs.
+    fn split(&self) -> Option<&'static Split> {
+        let bpe = self.bpe();
+        (self.encoding == Encoding::O200kBase)
+            .then(|| O200K_SPLIT_TABLE.get_or_init(|| Split::o200k(bpe)))
     }
 
     pub fn encoding(&self) -> Encoding {
@@ -338,9 +352,9 @@ impl Counter {
 
     /// Tokens of `text`, encoded now.
     fn encode_len(&self, text: &str) -> usize {
-        match self.split {
+        match self.split() {
             Some(s) => s.count(text),
-            None => self.bpe.encode_ordinary(text).len(),
+            None => self.bpe().encode_ordinary(text).len(),
         }
     }
 
@@ -351,7 +365,7 @@ impl Counter {
 
     /// Tokens of the same text without the memo (for benches and cross-checks).
     pub fn count_uncached(&self, text: &str) -> usize {
-        self.bpe.encode_ordinary(text).len()
+        self.bpe().encode_ordinary(text).len()
     }
 
     pub fn tool(&self, t: &ToolDef) -> usize {
@@ -506,7 +520,7 @@ mod tests {
     #[test]
     fn the_split_is_tiktokens() {
         let c = Counter::new(Encoding::O200kBase);
-        let split = c.split.expect("o200k_base counts with its own split");
+        let split = c.split().expect("o200k_base counts with its own split");
         // Whitespace of every kind before, between and after words, at the end of
         // the text or not; upper-case runs, title case, contractions in both cases,
         // marks, digits, CJK and emoji, unpaired punctuation.

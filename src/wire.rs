@@ -2,7 +2,7 @@
 //! definitions, messages) and tool calls, in the OpenAI Chat Completions shape.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// One tool definition as it is sent to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,12 +15,28 @@ pub struct ToolDef {
 impl ToolDef {
     /// The exact JSON that is sent and counted: the OpenAI function-tool wrapper,
     /// compact, keys in the order written here and in the schema.
+    /// Written from borrowed fields (no copy of the description or the schema).
     pub fn wire_json(&self) -> String {
-        json!({
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters}
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            r#type: &'static str,
+            function: Function<'a>,
+        }
+        #[derive(Serialize)]
+        struct Function<'a> {
+            name: &'a str,
+            description: &'a str,
+            parameters: &'a Value,
+        }
+        serde_json::to_string(&Wire {
+            r#type: "function",
+            function: Function {
+                name: &self.name,
+                description: &self.description,
+                parameters: &self.parameters,
+            },
         })
-        .to_string()
+        .expect("a tool definition serializes")
     }
 }
 
@@ -217,5 +233,49 @@ impl Response {
             searches: Vec::new(),
             echo: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The wrapper as a `json!` value writes it: keys in insertion order (the
+    /// `preserve_order` feature), every string escaped alike.
+    fn as_value(t: &ToolDef) -> String {
+        json!({
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters}
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_wire_json_is_the_wrappers_value_written() {
+        let defs = [
+            ToolDef {
+                name: "a".into(),
+                description: String::new(),
+                parameters: json!({}),
+            },
+            ToolDef {
+                name: "jira.create_issue".into(),
+                description:
+                    "Quotes \" and \\ back, a tab\t, a line\nbreak, \u{1} and é, 日本, </script>"
+                        .into(),
+                parameters: json!({
+                    "type": "object",
+                    "required": ["z", "a"],
+                    "properties": {"z": {"type": "string", "enum": ["x", 1, null, 2.5]}, "a": {"type": "integer"}}
+                }),
+            },
+        ];
+        for d in &defs {
+            assert_eq!(d.wire_json(), as_value(d));
+        }
+        assert!(defs[1]
+            .wire_json()
+            .starts_with(r#"{"type":"function","function":{"name":"jira.create_issue","#));
     }
 }

@@ -96,8 +96,9 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         None => ProtocolConfig::resolve(&c.protocol_flags(), |v| std::env::var(v).ok())
             .map_err(Failure::Usage)?,
     };
-    // The tokenizer's tables take a while to build: build them while the scenarios load.
-    let counter = std::thread::spawn(move || Counter::new(encoding));
+    // The tokenizer's tables take a while to build: build them while the scenarios load
+    // and the plan's first views render (a count before they are built waits for them).
+    std::thread::spawn(move || Counter::warm(encoding));
     let scenario_paths = default_paths(&c.scenarios);
     let (mut scenarios, skipped) = scenario::load_all_noting(&scenario_paths)?;
     for (f, kind) in &skipped {
@@ -151,7 +152,7 @@ pub fn prepare(c: &Common) -> Result<Prepared, Failure> {
         scenario_paths,
         scenarios,
         modes,
-        counter: counter.join().expect("the tokenizer builds"),
+        counter: Counter::new(encoding),
         templates,
         templates_dir: c.templates.clone(),
         protocol,

@@ -6,7 +6,6 @@
 //! the [`RetryPolicy`] says, each retry announced as an event; what still fails is
 //! recorded as the outcome's infra error, apart from the model's own mistakes.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,7 +26,7 @@ use crate::score::surfacing::Event as Event_;
 use crate::score::{self, Protocol, Score};
 use crate::strategy::{selection, Level, State};
 use crate::tokens::{Counter, Ledger};
-use crate::wire::{Message, Response};
+use crate::wire::{Message, Response, ToolDef};
 
 /// Everything one episode reads; all of it shared, nothing owned.
 pub struct Episode<'a> {
@@ -388,7 +387,17 @@ impl Episode<'_> {
             // it is one of the mode's fixed tools (rendered and counted once per unit;
             // `request_tools`, the one tool whose text changes, is a reserved name),
             // else counted now.
-            let texts: Vec<ToolText> = counted.tools.iter().map(|t| unit.tool_text(t, c)).collect();
+            // The list the request before sent, when it is the same one (the composite
+            // shares one list while nothing loads), takes that request's texts.
+            let texts: Arc<[ToolText]> = match &conv.tool_texts {
+                Some((tools, texts)) if Arc::ptr_eq(tools, &counted.tools) => texts.clone(),
+                _ => {
+                    let texts: Arc<[ToolText]> =
+                        counted.tools.iter().map(|t| unit.tool_text(t, c)).collect();
+                    conv.tool_texts = Some((counted.tools.clone(), texts.clone()));
+                    texts
+                }
+            };
             if request == 1 {
                 conv.system_sent = unit.system_tokens;
                 entered.push(Entry::new(
@@ -417,7 +426,7 @@ impl Episode<'_> {
             let up_front = k == 1;
             let adds = request > 1 && k == 1 && !query.turn_adds(t).is_empty();
             let grown_at = adds.then_some(t + 1);
-            for (t, tt) in counted.tools.iter().zip(&texts) {
+            for (t, tt) in counted.tools.iter().zip(texts.iter()) {
                 if let Some(&was) = conv.seen_tools.get(&t.name) {
                     // A turn that adds to the catalog may lengthen a definition sent
                     // before (a meta-tool whose description lists the servers): what
@@ -486,7 +495,7 @@ impl Episode<'_> {
             let head = {
                 let mut p: Vec<(u64, usize)> = Vec::new();
                 let mut later: Vec<(u64, usize)> = Vec::new();
-                for (t, tt) in counted.tools.iter().zip(&texts) {
+                for (t, tt) in counted.tools.iter().zip(texts.iter()) {
                     if in_place && !conv.first_tools.contains(&t.name) {
                         later.push((tt.hash, tt.tokens));
                     } else {
@@ -897,7 +906,7 @@ struct Conversation {
     reference: Option<Instances>,
     /// Each tool definition sent so far, by name, with its tokens when first sent
     /// (or when a turn's `adds` lengthened it).
-    seen_tools: BTreeMap<String, usize>,
+    seen_tools: crate::hash::FastMap<String, usize>,
     first_tools: Vec<String>,
     /// Every prefix an earlier request sent, as a chain of piece hashes.
     prefixes: std::collections::HashSet<u64>,
@@ -915,7 +924,13 @@ struct Conversation {
     /// The system prompt's tokens as last sent (it grows at a turn whose `adds` add
     /// stubs).
     system_sent: usize,
+    /// The tool list last sent, and each of its definitions as sent. Holding the list
+    /// keeps its address from being reused, so an equal pointer is the same list.
+    tool_texts: Option<SentTools>,
 }
+
+/// A tool list as sent, and each of its definitions' texts.
+type SentTools = (Arc<[ToolDef]>, Arc<[ToolText]>);
 
 /// The end of a request's walk over its pieces: the head it started from (its chain
 /// and the `joined_at` epoch), how many messages it walked, and the chain and tokens

@@ -88,6 +88,67 @@ pub struct State {
     pub turn: usize,
     /// Where in `executed` the current turn's calls begin.
     pub turn_start: usize,
+    /// The last filtered tool list a composite built for this state.
+    pub visible: VisibleMemo,
+}
+
+/// The last filtered tool list a composite built for an episode, with what it was
+/// built from (the composite, the loaded names, how many the selection step loaded).
+/// The requests of one episode mostly send the same list: they share one, which lets
+/// the runner reuse its counted texts, instead of cloning every definition (and
+/// rendering `request_tools`' key) per request. A clone of the state starts empty,
+/// so nothing built for one episode reaches another.
+#[derive(Default)]
+pub struct VisibleMemo(std::sync::Mutex<Option<VisibleKey>>);
+
+struct VisibleKey {
+    composite: u64,
+    active: Vec<String>,
+    selected: usize,
+    tools: std::sync::Arc<[ToolDef]>,
+}
+
+impl VisibleMemo {
+    /// The list built last, if it was built by `composite` from these names.
+    pub fn get(
+        &self,
+        composite: u64,
+        active: &[String],
+        selected: usize,
+    ) -> Option<std::sync::Arc<[ToolDef]>> {
+        let held = self.0.lock().expect("visible memo lock");
+        held.as_ref()
+            .filter(|k| k.composite == composite && k.selected == selected && k.active == active)
+            .map(|k| k.tools.clone())
+    }
+
+    /// Keeps `tools` as the list built by `composite` from these names.
+    pub fn put(
+        &self,
+        composite: u64,
+        active: &[String],
+        selected: usize,
+        tools: std::sync::Arc<[ToolDef]>,
+    ) {
+        *self.0.lock().expect("visible memo lock") = Some(VisibleKey {
+            composite,
+            active: active.to_vec(),
+            selected,
+            tools,
+        });
+    }
+}
+
+impl Clone for VisibleMemo {
+    fn clone(&self) -> Self {
+        VisibleMemo::default()
+    }
+}
+
+impl std::fmt::Debug for VisibleMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("VisibleMemo")
+    }
 }
 
 impl State {

@@ -19,6 +19,7 @@
 
 use std::collections::HashSet;
 
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::config::SelectionConfig;
@@ -309,20 +310,52 @@ pub fn request_tools_def(
     active: &[String],
     t: &Templates,
 ) -> Result<ToolDef, TemplateError> {
-    let list: Vec<Value> = tools
+    request_tools_def_with(tools, &request_tools_shorts(tools), active, t)
+}
+
+/// The start of each tool's description as `request_tools` lists it (one line, cut,
+/// no ellipsis), in tool order: made once per mode, as every loaded set lists them.
+pub fn request_tools_shorts(tools: &[ToolDef]) -> Vec<String> {
+    tools
         .iter()
-        .filter(|x| !active.contains(&x.name))
         .map(|x| {
-            let short: String = flatten(&x.description)
+            flatten(&x.description)
                 .chars()
                 .take(REQUEST_TOOLS_CHARS)
-                .collect();
-            json!({"name": x.name, "short": short})
+                .collect()
+        })
+        .collect()
+}
+
+/// [`request_tools_def`] with the descriptions' starts made before
+/// ([`request_tools_shorts`] of the same tools).
+pub fn request_tools_def_with(
+    tools: &[ToolDef],
+    shorts: &[String],
+    active: &[String],
+    t: &Templates,
+) -> Result<ToolDef, TemplateError> {
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        name: &'a str,
+        short: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Listed<'a> {
+        tools: Vec<Entry<'a>>,
+    }
+    let list: Vec<Entry> = tools
+        .iter()
+        .zip(shorts)
+        .filter(|(x, _)| !active.contains(&x.name))
+        .map(|(x, short)| Entry {
+            name: &x.name,
+            short,
         })
         .collect();
     Ok(ToolDef {
         name: REQUEST_TOOLS.into(),
-        description: t.render("request_tools.j2", json!({"tools": list}))?,
+        description: t.render("request_tools.j2", Listed { tools: list })?,
         parameters: json!({
             "type": "object",
             "properties": {"tool_names": {

@@ -74,6 +74,55 @@ pub(super) fn discovered(content: &str) -> Vec<(String, String, Value)> {
     out
 }
 
+/// The options a context shows and their BM25 index.
+pub(super) type Ranked = (Vec<(Option_, String)>, std::rc::Rc<bm25::Index>);
+
+/// Tool lists (with their system prompt) whose options a thread keeps.
+const RANKED_HELD: usize = 64;
+
+/// A tool list and system prompt ranked before, with what they showed.
+type RankedFor = (
+    std::sync::Arc<[crate::wire::ToolDef]>,
+    String,
+    std::rc::Rc<Ranked>,
+);
+
+thread_local! {
+    /// The options of the tool lists a thread ranked last. Every episode of a mode
+    /// that loads every tool sends the same list (one allocation, shared), so its
+    /// options are read and indexed once per thread, not once per episode. The list is
+    /// held, so its address cannot be reused for another while it is here.
+    static RANKED: std::cell::RefCell<Vec<RankedFor>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// [`options`] of the context and their index, from this thread's memo when the same
+/// tool list and system prompt were ranked before.
+pub(super) fn ranked(cx: &Context) -> std::rc::Rc<Ranked> {
+    let hit = RANKED.with(|m| {
+        m.borrow()
+            .iter()
+            .find(|(tools, system, _)| {
+                std::sync::Arc::ptr_eq(tools, &cx.tools) && *system == cx.system
+            })
+            .map(|(_, _, r)| r.clone())
+    });
+    if let Some(r) = hit {
+        return r;
+    }
+    let options = options(cx);
+    let docs: Vec<String> = options.iter().map(|(_, text)| text.clone()).collect();
+    let made = std::rc::Rc::new((options, bm25::Index::cached(&docs)));
+    RANKED.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= RANKED_HELD {
+            m.remove(0);
+        }
+        m.push((cx.tools.clone(), cx.system.clone(), made.clone()));
+    });
+    made
+}
+
 /// Every option the context shows, with the text it is ranked by.
 pub(super) fn options(cx: &Context) -> Vec<(Option_, String)> {
     let mut out = Vec::new();

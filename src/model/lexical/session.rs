@@ -142,9 +142,9 @@ impl LexicalSession {
     }
 
     fn first(&mut self, cx: &Context, query: &str) -> Vec<ToolCall> {
-        let options = options(cx);
-        let docs: Vec<String> = options.iter().map(|(_, text)| text.clone()).collect();
-        let scores = bm25::scores(query, &docs);
+        let ranked = ranked(cx);
+        let (options, index) = &*ranked;
+        let scores = index.scores(query);
         let search = options
             .iter()
             .position(|(o, _)| matches!(o, Option_::Search | Option_::CodeSearch));

@@ -29,6 +29,9 @@ use crate::strategy::templates::{TemplateError, Templates};
 /// Rendered once per scenario × mode; `Send + Sync`, shared by all its episodes.
 pub struct Composite {
     pub mode: Mode,
+    /// Tells this composite apart from every other of the process (a state's
+    /// [`crate::strategy::protocol::VisibleMemo`] holds lists of one).
+    pub(super) id: u64,
     pub(super) catalog: Arc<Catalog>,
     pub(super) parts: Vec<Box<dyn Strategy>>,
     pub(super) system: String,
@@ -43,6 +46,9 @@ pub struct Composite {
     /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
     /// an episode, and episodes that loaded the same tools, share one rendering.
     pub(super) request_tools: std::sync::Mutex<FastMap<Vec<String>, ToolDef>>,
+    /// The start of each tool's description as `request_tools` lists it (made at the
+    /// first use).
+    pub(super) request_shorts: OnceLock<Vec<String>>,
     /// With tool search or retrieval: the tools visible before anything is surfaced,
     /// in tool-list order.
     pub(super) initial: Option<Vec<String>>,
@@ -64,6 +70,9 @@ pub struct Composite {
 /// Loaded sets whose `request_tools` rendering is kept (a bound on memory; past it,
 /// renderings are simply made again).
 pub(super) const REQUEST_TOOLS_CACHE: usize = 4_096;
+
+/// The next composite's [`Composite::id`].
+static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Composite {
     pub fn new(
@@ -252,6 +261,7 @@ impl Composite {
         Ok(Composite {
             mode,
             catalog: catalog.clone(),
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             parts,
             system,
             tools: tools.into(),
@@ -261,6 +271,7 @@ impl Composite {
             tool_words,
             catalog_text,
             request_tools: Default::default(),
+            request_shorts: OnceLock::new(),
             initial,
             base: OnceLock::new(),
             ranked: OnceLock::new(),

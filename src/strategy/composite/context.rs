@@ -157,27 +157,29 @@ impl Composite {
                 })
                 .clone();
         }
-        match &state.active {
-            None => self.tools.clone(),
-            // Held back: the visible tools in the order they entered, no request_tools.
-            Some(active) if self.holds_back() => {
-                let v: Vec<ToolDef> = active
-                    .iter()
-                    .filter_map(|n| self.tools.iter().find(|t| &t.name == n).cloned())
-                    .collect();
-                v.into()
-            }
-            Some(active) => {
-                let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
-                let split = state.selected.min(active.len());
-                let mut v: Vec<ToolDef> = active[..split].iter().filter_map(def).collect();
-                if let Some(rt) = self.request_tools_for(active) {
-                    v.push(rt);
-                }
-                v.extend(active[split..].iter().filter_map(def));
-                v.into()
-            }
+        let Some(active) = &state.active else {
+            return self.tools.clone();
+        };
+        if let Some(v) = state.visible.get(self.id, active, state.selected) {
+            return v;
         }
+        let def = |n: &String| self.tools.iter().find(|t| &t.name == n).cloned();
+        let v: Arc<[ToolDef]> = if self.holds_back() {
+            // Held back: the visible tools in the order they entered, no request_tools.
+            active.iter().filter_map(def).collect()
+        } else {
+            let split = state.selected.min(active.len());
+            let mut v: Vec<ToolDef> = active[..split].iter().filter_map(def).collect();
+            if let Some(rt) = self.request_tools_for(active) {
+                v.push(rt);
+            }
+            v.extend(active[split..].iter().filter_map(def));
+            v.into()
+        };
+        state
+            .visible
+            .put(self.id, active, state.selected, v.clone());
+        v
     }
 
     /// `request_tools` for a loaded set, rendered once per set. `check_templates`
@@ -190,7 +192,11 @@ impl Composite {
         if let Some(def) = cache.get(&key) {
             return Some(def.clone());
         }
-        let def = selection::request_tools_def(&self.tools, active, &self.templates).ok()?;
+        let shorts = self
+            .request_shorts
+            .get_or_init(|| selection::request_tools_shorts(&self.tools));
+        let def =
+            selection::request_tools_def_with(&self.tools, shorts, active, &self.templates).ok()?;
         if cache.len() < REQUEST_TOOLS_CACHE {
             cache.insert(key, def.clone());
         }
