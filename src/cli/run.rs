@@ -69,9 +69,10 @@ fn work(s: RunSetup, out: &mut dyn std::io::Write) -> Result<i32, Failure> {
     } else {
         ready.backends
     };
+    // The writer last: it is given each outcome and stores it without a copy.
     let listeners: Vec<Box<dyn Listener>> = vec![
-        Box::new(WriterListener(writer)),
         Box::new(Progress::new(progress)),
+        Box::new(WriterListener(writer)),
     ];
     let max_cost = exec.max_cost_usd;
     let plan = ready.plan.clone();

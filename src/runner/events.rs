@@ -58,6 +58,12 @@ pub struct RunStats {
 /// Something that listens to a run.
 pub trait Listener: Send {
     fn event(&mut self, e: &Event) -> anyhow::Result<()>;
+
+    /// The event, owned: the last listener of a run is given each event this way
+    /// (one that keeps or changes what it is given need not copy it).
+    fn event_owned(&mut self, e: Event) -> anyhow::Result<()> {
+        self.event(&e)
+    }
 }
 
 /// Appends each finished outcome to the run directory and flushes it.
@@ -67,6 +73,14 @@ impl Listener for WriterListener {
     fn event(&mut self, e: &Event) -> anyhow::Result<()> {
         if let Event::EpisodeFinished { outcome } = e {
             self.0.append(outcome.as_ref().clone())?;
+        }
+        Ok(())
+    }
+
+    /// The outcome appended as it is, not copied (its texts move to `texts.jsonl`).
+    fn event_owned(&mut self, e: Event) -> anyhow::Result<()> {
+        if let Event::EpisodeFinished { outcome } = e {
+            self.0.append(*outcome)?;
         }
         Ok(())
     }

@@ -224,12 +224,23 @@ fn listen(
         if first_error.is_some() {
             continue;
         }
-        for l in listeners.iter_mut() {
-            if let Err(err) = l.event(&e) {
-                failed.store(true, Ordering::SeqCst);
-                first_error = Some(err);
+        // Every listener but the last is lent the event; the last is given it.
+        let Some((last, others)) = listeners.split_last_mut() else {
+            continue;
+        };
+        let mut result = Ok(());
+        for l in others.iter_mut() {
+            result = l.event(&e);
+            if result.is_err() {
                 break;
             }
+        }
+        if result.is_ok() {
+            result = last.event_owned(e);
+        }
+        if let Err(err) = result {
+            failed.store(true, Ordering::SeqCst);
+            first_error = Some(err);
         }
     }
     match first_error {
@@ -408,6 +419,45 @@ mod tests {
         // Not retryable: given up at once.
         let (stats, _, _) = run_flaky(99, ModelError::Authentication("bad key".into()), 2);
         assert_eq!((stats.infra_errors, stats.retries), (12, 0));
+    }
+
+    #[test]
+    fn the_last_listener_is_given_each_event_the_others_are_lent_it() {
+        /// Notes how it heard each event: `lent` or `given`.
+        struct Heard(Arc<std::sync::Mutex<Vec<&'static str>>>);
+        impl Listener for Heard {
+            fn event(&mut self, _: &Event) -> anyhow::Result<()> {
+                self.0.lock().unwrap().push("lent");
+                Ok(())
+            }
+            fn event_owned(&mut self, _: Event) -> anyhow::Result<()> {
+                self.0.lock().unwrap().push("given");
+                Ok(())
+            }
+        }
+        let (first, last) = (Arc::default(), Arc::default());
+        let (tx, rx) = mpsc::channel();
+        for total in [1, 2] {
+            tx.send(Event::RunStarted {
+                total,
+                already_done: 0,
+            })
+            .unwrap();
+        }
+        drop(tx);
+        let failed = AtomicBool::new(false);
+        listen(
+            rx,
+            vec![
+                Box::new(Heard(Arc::clone(&first))),
+                Box::new(Heard(Arc::clone(&last))),
+            ],
+            &failed,
+        )
+        .unwrap();
+        assert_eq!(*first.lock().unwrap(), ["lent", "lent"]);
+        assert_eq!(*last.lock().unwrap(), ["given", "given"]);
+        assert!(!failed.load(Ordering::SeqCst));
     }
 
     #[test]
