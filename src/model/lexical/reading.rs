@@ -77,8 +77,12 @@ pub(super) fn discovered(content: &str) -> Vec<(String, String, Value)> {
 /// The options a context shows and their BM25 index.
 pub(super) type Ranked = (Vec<(Option_, String)>, std::rc::Rc<bm25::Index>);
 
-/// Tool lists (with their system prompt) whose options a thread keeps.
-const RANKED_HELD: usize = 64;
+/// Tool lists (with their system prompt) whose options a thread keeps, and the
+/// definitions they may hold together: a list is held beyond its view's life, and a
+/// sweep's lists hold up to ten thousand definitions each. Episodes run in plan
+/// order, so the next one mostly sends the list the last one did.
+const RANKED_HELD: usize = 8;
+const RANKED_TOOLS: usize = 20_000;
 
 /// A tool list and system prompt ranked before, with what they showed.
 type RankedFor = (
@@ -115,10 +119,13 @@ pub(super) fn ranked(cx: &Context) -> std::rc::Rc<Ranked> {
     let made = std::rc::Rc::new((options, bm25::Index::cached(&docs)));
     RANKED.with(|m| {
         let mut m = m.borrow_mut();
-        if m.len() >= RANKED_HELD {
-            m.remove(0);
+        let mut held: usize = m.iter().map(|(tools, _, _)| tools.len()).sum();
+        while !m.is_empty() && (m.len() >= RANKED_HELD || held + cx.tools.len() > RANKED_TOOLS) {
+            held -= m.remove(0).0.len();
         }
-        m.push((cx.tools.clone(), cx.system.clone(), made.clone()));
+        if cx.tools.len() <= RANKED_TOOLS {
+            m.push((cx.tools.clone(), cx.system.clone(), made.clone()));
+        }
     });
     made
 }
