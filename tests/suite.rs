@@ -414,6 +414,18 @@ fn selection_step_and_request_tools() {
         .map(|t| t.name.clone())
         .collect();
     assert_eq!(visible, ["calculator", "read_skill", "request_tools"]);
+    // The requests of an episode that loads nothing new share one list (the runner
+    // reuses its texts by that); a copy of the state, or another composite, builds
+    // its own, equal one.
+    let shared = comp.visible_tools(&st);
+    assert!(Arc::ptr_eq(&shared, &comp.visible_tools(&st)));
+    let copied = comp.visible_tools(&st.clone());
+    assert!(!Arc::ptr_eq(&shared, &copied));
+    assert_eq!(shared[..], copied[..]);
+    let twin = tiny_composite(&sc, &t, "progressive", selecting(2, 1));
+    let other = twin.visible_tools(&st);
+    assert!(!Arc::ptr_eq(&shared, &other));
+    assert_eq!(shared[..], other[..]);
     let rt = comp.visible_tools(&st).last().unwrap().clone();
     let connector = comp
         .all_tools()
@@ -466,6 +478,7 @@ fn selection_step_and_request_tools() {
         .visible_tools(&st)
         .iter()
         .any(|t| t.name == "connector"));
+    assert!(!Arc::ptr_eq(&shared, &comp.visible_tools(&st)));
     // No usable answer keeps every tool loaded, and offers no `request_tools`.
     let mut st2 = comp.new_state();
     assert_eq!(comp.apply_selection(&mut st2, None), None);
