@@ -30,7 +30,7 @@
 //! ground: tokens, disclosure, mcp_client
 //! ground: catalog, args, bm25
 //! ground: names
-//! ground: wire, hash, error, exit, events, sandbox, memory
+//! ground: wire, hash, error, exit, events, sandbox, memory, memo
 //! ```
 //!
 //! - `cli` parses flags and dispatches; nothing imports it.
@@ -63,7 +63,7 @@
 //!   strategy); `sandbox` runs code mode's programs in an embedded, bounded
 //!   JavaScript engine; `wire`, `hash`, `error` and `exit` stand alone;
 //!   `memory` tells the allocator to give freed memory back at once while
-//!   aggregation runs;
+//!   aggregation runs; `memo` keeps values by text in two bounded generations;
 //!   `names` makes tool names unique and maps them to what each provider accepts;
 //!   `mcp_client` lists what a real MCP server offers, over stdio or Streamable HTTP
 //!   (`import mcp`), holds live sessions with servers it starts (and the watcher that
@@ -90,6 +90,7 @@ pub mod events;
 pub mod exit;
 pub mod hash;
 pub mod mcp_client;
+pub mod memo;
 pub mod memory;
 pub mod model;
 pub mod names;

@@ -17,6 +17,7 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 use tiktoken_rs::CoreBPE;
 
+use crate::memo::Generations;
 use crate::wire::{Context, Message, ToolDef};
 
 /// The encodings discbench can count with.
@@ -64,7 +65,7 @@ const MEMO_GENERATION: usize = 50_000;
 /// counter); [`Counter::warm`] builds them ahead, on a thread of the caller's.
 pub struct Counter {
     encoding: Encoding,
-    memo: Mutex<Memo>,
+    memo: Mutex<Generations<usize>>,
 }
 
 /// o200k_base's pre-tokenizer without its look-ahead, and its token table.
@@ -109,23 +110,35 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
+/// o200k_base's ordinary tokens, ranks 0 to 199,997 in order, each as its length in
+/// one byte and then its bytes: tiktoken's own table (`o200k_base.tiktoken`, MIT, as
+/// tiktoken-rs bundles it) without the base64 and the rank written out. tiktoken-rs
+/// builds its table by decoding that text and then a second table for decoding;
+/// reading the tokens back from it took about a tenth of a suite run's CPU time. Read
+/// from these bytes, the table is built in a few milliseconds.
+/// `the_bundled_table_is_tiktokens` holds it equal to tiktoken-rs's at every rank.
+static O200K_RANKS: &[u8] = include_bytes!("../assets/tokenizer/o200k_base.ranks");
+
+/// The token table of [`O200K_RANKS`], in the map type tiktoken-rs's byte-pair split
+/// takes.
+fn o200k_ranks() -> rustc_hash::FxHashMap<Vec<u8>, tiktoken_rs::Rank> {
+    let mut ranks = rustc_hash::FxHashMap::with_capacity_and_hasher(200_000, Default::default());
+    let mut at = 0;
+    let mut rank: tiktoken_rs::Rank = 0;
+    while let Some(&len) = O200K_RANKS.get(at) {
+        let token = &O200K_RANKS[at + 1..at + 1 + usize::from(len)];
+        ranks.insert(token.to_vec(), rank);
+        at += 1 + usize::from(len);
+        rank += 1;
+    }
+    ranks
+}
+
 impl Split {
-    fn o200k(bpe: &CoreBPE) -> Split {
-        let specials = bpe.special_tokens();
-        // The ordinary tokens are ranks 0 to 199,997; the special ones are skipped.
-        let mut ranks =
-            rustc_hash::FxHashMap::with_capacity_and_hasher(200_000, Default::default());
-        for r in 0..200_100 {
-            if let Ok(bytes) = bpe.decode_bytes(&[r]) {
-                let special = std::str::from_utf8(&bytes).is_ok_and(|s| specials.contains(s));
-                if !special {
-                    ranks.insert(bytes, r);
-                }
-            }
-        }
+    fn o200k() -> Split {
         Split {
             re: regex_automata::meta::Regex::new(O200K_SPLIT).expect("o200k_base's split"),
-            ranks,
+            ranks: o200k_ranks(),
         }
     }
 
@@ -182,15 +195,7 @@ impl Split {
 
 static O200K_SPLIT_TABLE: std::sync::OnceLock<Split> = std::sync::OnceLock::new();
 
-/// Two generations of counted strings: a hit in the old one is moved to the young
-/// one; when the young one is full, it becomes the old one and the old one is dropped.
-#[derive(Default)]
-struct Memo {
-    young: HashMap<String, usize, Hasher>,
-    old: HashMap<String, usize, Hasher>,
-}
-
-/// The memo's hasher: a fast one (its keys are our own texts, not an adversary's).
+/// The hasher of a text's pieces: a fast one (our own texts, not an adversary's).
 type Hasher = foldhash::fast::FixedState;
 
 /// Texts shorter than this are counted whole; longer ones piece by piece.
@@ -250,33 +255,11 @@ pub fn segments(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-impl Memo {
-    fn get(&mut self, text: &str) -> Option<usize> {
-        if let Some(n) = self.young.get(text) {
-            return Some(*n);
-        }
-        let n = self.old.remove(text)?;
-        self.insert(text, n);
-        Some(n)
-    }
-
-    fn insert(&mut self, text: &str, n: usize) {
-        if self.young.len() >= MEMO_GENERATION {
-            self.old = std::mem::take(&mut self.young);
-        }
-        self.young.insert(text.to_string(), n);
-    }
-
-    fn len(&self) -> usize {
-        self.young.len() + self.old.len()
-    }
-}
-
 impl Counter {
     pub fn new(encoding: Encoding) -> Counter {
         Counter {
             encoding,
-            memo: Mutex::new(Memo::default()),
+            memo: Mutex::new(Generations::new(MEMO_GENERATION, usize::MAX)),
         }
     }
 
@@ -284,7 +267,10 @@ impl Counter {
     /// wait for them (run on a thread of its own while other set-up goes on; a count
     /// meanwhile waits for this build, it does not start another).
     pub fn warm(encoding: Encoding) {
-        Counter::new(encoding).split();
+        let c = Counter::new(encoding);
+        if c.split().is_none() {
+            c.bpe();
+        }
     }
 
     /// The encoding's tables.
@@ -297,9 +283,7 @@ impl Counter {
 
     /// o200k_base's own split (see [`Split`]); cl100k_base is counted by tiktoken-rs.
     fn split(&self) -> Option<&'static Split> {
-        let bpe = self.bpe();
-        (self.encoding == Encoding::O200kBase)
-            .then(|| O200K_SPLIT_TABLE.get_or_init(|| Split::o200k(bpe)))
+        (self.encoding == Encoding::O200kBase).then(|| O200K_SPLIT_TABLE.get_or_init(Split::o200k))
     }
 
     pub fn encoding(&self) -> Encoding {
@@ -316,7 +300,10 @@ impl Counter {
                 return n;
             }
             let n = self.encode_len(text);
-            self.memo.lock().expect("memo lock").insert(text, n);
+            self.memo
+                .lock()
+                .expect("memo lock")
+                .insert(text.to_string(), n);
             return n;
         }
         // Each piece from the memo, or encoded (outside the lock) and remembered.
@@ -344,7 +331,7 @@ impl Counter {
         let counted: Vec<usize> = missing.iter().map(|(p, _)| self.encode_len(p)).collect();
         let mut memo = self.memo.lock().expect("memo lock");
         for ((p, times), n) in missing.iter().zip(&counted) {
-            memo.insert(p, *n);
+            memo.insert(p.to_string(), *n);
             total += n * times;
         }
         total
@@ -557,6 +544,61 @@ mod tests {
         for f in files {
             let t = std::fs::read_to_string(&f).unwrap();
             assert_eq!(split.count(&t), c.count_uncached(&t), "{}", f.display());
+        }
+    }
+
+    /// The bundled table as tiktoken-rs's own table gives it: every ordinary rank's
+    /// bytes, in rank order (the special tokens skipped).
+    fn o200k_table_from_tiktoken() -> Vec<u8> {
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        let specials = bpe.special_tokens();
+        let mut table = Vec::new();
+        let mut ordinary = 0;
+        for r in 0..200_100 {
+            let Ok(bytes) = bpe.decode_bytes(&[r]) else {
+                continue;
+            };
+            if std::str::from_utf8(&bytes).is_ok_and(|s| specials.contains(s)) {
+                continue;
+            }
+            // Ranks run on without a gap, so a token's place is its rank.
+            assert_eq!(r, ordinary, "a gap among the ordinary ranks");
+            ordinary += 1;
+            table.push(u8::try_from(bytes.len()).expect("a token of at most 255 bytes"));
+            table.extend_from_slice(&bytes);
+        }
+        table
+    }
+
+    /// `assets/tokenizer/o200k_base.ranks` is tiktoken-rs's table, byte for byte.
+    /// With `DISCBENCH_WRITE_TABLES=1` the test writes it afresh (after a tiktoken-rs
+    /// upgrade that changes it) and then fails, so that the change is looked at.
+    #[test]
+    fn the_bundled_table_is_tiktokens() {
+        let expected = o200k_table_from_tiktoken();
+        if std::env::var_os("DISCBENCH_WRITE_TABLES").is_some() {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/assets/tokenizer/o200k_base.ranks"
+            );
+            std::fs::write(path, &expected).unwrap();
+            panic!("wrote {path}: run again without DISCBENCH_WRITE_TABLES");
+        }
+        assert!(
+            O200K_RANKS == expected.as_slice(),
+            "the bundled o200k_base table differs from tiktoken-rs's: \
+             run this test with DISCBENCH_WRITE_TABLES=1"
+        );
+        let ranks = o200k_ranks();
+        assert_eq!(ranks.len(), 199_998);
+        assert_eq!(ranks.get(b"!".as_slice()), Some(&0));
+        // The same bytes map to the same ranks as in tiktoken-rs's encoder.
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        for word in ["hello", " world", "\n\n", "漢字", " discbench"] {
+            for t in bpe.encode_ordinary(word) {
+                let bytes = bpe.decode_bytes(&[t]).unwrap();
+                assert_eq!(ranks.get(&bytes), Some(&t), "{word:?}");
+            }
         }
     }
 
