@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reader;
 use super::Outcome;
+use crate::memo::Generations;
 
 /// The file name inside a run directory.
 pub const FILE: &str = "texts.jsonl";
@@ -99,6 +100,20 @@ pub struct TextSink {
     path: PathBuf,
     out: BufWriter<File>,
     written: HashSet<String>,
+    /// The hashes of the texts put lately, by their text (each one written already):
+    /// most outcomes bring the same tool lists and prompts again, and hashing each
+    /// one again took a third of the writer's time.
+    recent: Generations<String>,
+}
+
+/// Bytes of text one generation of [`TextSink`]'s recent texts holds.
+const RECENT_BYTES: usize = 8 << 20;
+
+/// A line of `texts.jsonl` as written, its fields borrowed.
+#[derive(Serialize)]
+struct TextLineRef<'a> {
+    hash: &'a str,
+    text: &'a str,
 }
 
 impl TextSink {
@@ -124,24 +139,29 @@ impl TextSink {
             path,
             out: BufWriter::new(f),
             written,
+            recent: Generations::new(usize::MAX, RECENT_BYTES),
         })
     }
 
     /// Stores one text (once) and returns its hash.
     fn put(&mut self, text: String, wrote: &mut bool) -> anyhow::Result<String> {
+        if let Some(hash) = self.recent.get(&text) {
+            return Ok(hash);
+        }
         let hash = crate::hash::content_hash(text.as_bytes());
         if !self.written.contains(&hash) {
             serde_json::to_writer(
                 &mut self.out,
-                &TextLine {
-                    hash: hash.clone(),
-                    text,
+                &TextLineRef {
+                    hash: &hash,
+                    text: &text,
                 },
             )?;
             self.out.write_all(b"\n")?;
             self.written.insert(hash.clone());
             *wrote = true;
         }
+        self.recent.insert(text, hash.clone());
         Ok(hash)
     }
 
