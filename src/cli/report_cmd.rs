@@ -60,8 +60,9 @@ pub fn finish_report(
     print_table: bool,
     out: &mut dyn std::io::Write,
 ) -> Result<i32, Failure> {
-    // The page's explorer reads the outcomes on a thread of its own meanwhile.
-    let explorer = report::explorer::Early::start(&dir.join("outcomes.jsonl"));
+    // The page's explorer and the JUnit cases read the outcomes on threads of their
+    // own meanwhile.
+    let started = report::exporter::Started::start(&dir.join("outcomes.jsonl"));
     let summary = analysis::run_dir::summarize_run_against(dir, finish.savings_against)
         .map_err(report_failure)?;
     if let Some(r) = finish.savings_against {
@@ -80,8 +81,7 @@ pub fn finish_report(
         c.infra = infra.clone();
         c
     });
-    report::write_all_with(dir, &summary, comparison.as_ref(), &explorer)
-        .map_err(report_failure)?;
+    report::write_all_with(dir, &summary, comparison.as_ref(), &started).map_err(report_failure)?;
     if print_table {
         writeln!(out, "{}", table::render(&table::rows(&summary))).map_err(io)?;
         writeln!(

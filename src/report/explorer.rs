@@ -41,6 +41,9 @@ use crate::record::spill::{self, Spill};
 use crate::record::texts::TextStore;
 use crate::record::{reader, Entry, Layer, Outcome, RequestRecord};
 
+/// The explorer's maps: keyed by its own texts, hashed fast.
+type Map<K, V> = HashMap<K, V, foldhash::fast::FixedState>;
+
 /// Characters of one text kept for the drill-down; the rest is counted.
 pub const TEXT_LIMIT: usize = 2000;
 /// Distinct details per compressed blob.
@@ -49,24 +52,25 @@ pub const CHUNK: usize = 256;
 /// Every distinct string once, with its index; texts stored in `texts.jsonl` are
 /// interned by their reference, so a long text is looked up and hashed once.
 struct Strings<'a> {
-    index: HashMap<String, u32>,
+    index: Map<String, u32>,
     list: Vec<String>,
     store: &'a TextStore,
-    refs: HashMap<String, Option<u32>>,
+    refs: Map<String, Option<u32>>,
     /// Parsed tool-definition lists and expectations, by reference.
-    defs: HashMap<String, Option<std::rc::Rc<Vec<Entry>>>>,
-    expected: HashMap<String, std::rc::Rc<Value>>,
+    defs: Map<String, Option<std::rc::Rc<Vec<Entry>>>>,
+    /// Expectations by reference: their steps' indices and their text.
+    expected: Map<String, (std::rc::Rc<[u32]>, std::rc::Rc<str>)>,
 }
 
 impl<'a> Strings<'a> {
     fn new(store: &'a TextStore) -> Self {
         Strings {
-            index: HashMap::new(),
+            index: Map::default(),
             list: Vec::new(),
             store,
-            refs: HashMap::new(),
-            defs: HashMap::new(),
-            expected: HashMap::new(),
+            refs: Map::default(),
+            defs: Map::default(),
+            expected: Map::default(),
         }
     }
 
@@ -100,22 +104,30 @@ impl<'a> Strings<'a> {
         d
     }
 
-    /// An outcome's expectation, in the line or stored by reference.
-    fn expectation(&mut self, o: &Outcome) -> std::rc::Rc<Value> {
+    /// An outcome's expectation, in the line or stored by reference: the indices of
+    /// its steps' texts, and its whole text (pretty-printed; its index is taken where
+    /// the detail shows it). Each stored one is read and printed once.
+    fn expectation(&mut self, o: &Outcome) -> (std::rc::Rc<[u32]>, std::rc::Rc<str>) {
         let Some(h) = o.expected_ref.as_deref() else {
-            return std::rc::Rc::new(o.expected.clone());
+            return self.expectation_texts(&o.expected);
         };
         if let Some(v) = self.expected.get(h) {
             return v.clone();
         }
-        let v = std::rc::Rc::new(
-            self.store
-                .get(h)
-                .and_then(|t| serde_json::from_str(t).ok())
-                .unwrap_or(Value::Null),
-        );
-        self.expected.insert(h.to_string(), v.clone());
-        v
+        let v = (self.store.get(h))
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or(Value::Null);
+        let ids = self.expectation_texts(&v);
+        self.expected.insert(h.to_string(), ids.clone());
+        ids
+    }
+
+    fn expectation_texts(&mut self, expected: &Value) -> (std::rc::Rc<[u32]>, std::rc::Rc<str>) {
+        let steps: std::rc::Rc<[u32]> = (expected.get("calls").and_then(Value::as_array))
+            .map(|a| a.iter().map(|x| self.id(&step_text(x))).collect())
+            .unwrap_or_default();
+        let text = serde_json::to_string_pretty(expected).unwrap_or_default();
+        (steps, text.into())
     }
 
     fn id(&mut self, s: &str) -> u32 {
@@ -175,7 +187,7 @@ struct Context {
 
 /// Distinct details, compressed [`CHUNK`] to a blob as they arrive.
 struct Details {
-    seen: HashMap<[u8; 32], u32>,
+    seen: Map<[u8; 32], u32>,
     count: u32,
     open: Option<GzEncoder<Vec<u8>>>,
     in_open: usize,
@@ -186,7 +198,7 @@ struct Details {
 impl Details {
     fn new() -> Self {
         Details {
-            seen: HashMap::new(),
+            seen: Map::default(),
             count: 0,
             open: None,
             in_open: 0,
@@ -376,25 +388,65 @@ fn layer_code(l: Layer) -> u8 {
 
 /// The entries of a turn as the record holds them once resolved: its tool
 /// definitions (stored as one list by reference in format 3) put back in place.
-fn entries<'e>(t: &'e RequestRecord, st: &mut Strings) -> Vec<std::borrow::Cow<'e, Entry>> {
-    let mut v: Vec<std::borrow::Cow<Entry>> =
-        t.entered.iter().map(std::borrow::Cow::Borrowed).collect();
-    if let Some(defs) = t.tool_defs_ref.as_deref().and_then(|h| st.defs(h)) {
-        let at = t.tool_defs_at.min(v.len());
-        v.splice(at..at, defs.iter().cloned().map(std::borrow::Cow::Owned));
-    }
-    v
+/// A request's entries in the order they entered the context, its tool definitions
+/// (stored by reference as one list) at their place.
+fn entries<'e>(t: &'e RequestRecord, defs: Option<&'e [Entry]>) -> impl Iterator<Item = &'e Entry> {
+    let at = if defs.is_some() {
+        t.tool_defs_at.min(t.entered.len())
+    } else {
+        t.entered.len()
+    };
+    (t.entered[..at].iter())
+        .chain(defs.unwrap_or_default())
+        .chain(&t.entered[at..])
 }
+
+/// One outcome's drill-down as the page reads it: each field a number, a string's
+/// index, or an array of them, in this order (serialized as `json!` would write the
+/// same object, without building it).
+#[derive(Serialize)]
+struct Detail {
+    cv: Vec<ConversationTurn>,
+    w: std::rc::Rc<[u32]>,
+    e: u32,
+    p: Vec<u32>,
+    x: u8,
+    f: i64,
+    a: i8,
+    s: i8,
+    h: u8,
+    pe: usize,
+    sel: Option<(usize, usize, u8, usize, i64)>,
+    l: [usize; 10],
+    t: Vec<Request>,
+    c: Vec<Call>,
+    ft: i64,
+    ie: i64,
+}
+
+/// A conversation's turn: its number, its first request, its requests, whether it was
+/// exact, why it failed, its billed and cached input, its steps and its calls.
+type ConversationTurn = (
+    usize,
+    usize,
+    usize,
+    u8,
+    i64,
+    usize,
+    usize,
+    Vec<u32>,
+    Vec<u32>,
+);
+/// A request: its number, its tokens, the tools it showed, its cached prefix, and what
+/// entered its context (layer, name, tokens, text).
+type Request = (usize, usize, usize, usize, Vec<(u8, u32, usize, i64)>);
+/// A call: its request, tool, arguments, effect, address, note, whether it was blind,
+/// and the program that made it.
+type Call = (usize, u32, u32, u32, i64, i64, u8, i64);
 
 /// The drill-down of one outcome as compact JSON (string fields as indices).
 fn detail(o: &Outcome, st: &mut Strings) -> String {
-    let expected = st.expectation(o);
-    let steps: Vec<u32> = expected
-        .get("calls")
-        .and_then(Value::as_array)
-        .map(|a| a.iter().map(|x| st.id(&step_text(x))).collect())
-        .unwrap_or_default();
-    let expectation = serde_json::to_string_pretty(&*expected).unwrap_or_default();
+    let (steps, expectation) = st.expectation(o);
     let predicted: Vec<u32> = o
         .score
         .predicted
@@ -402,39 +454,39 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
         .map(|a| st.id(&a.to_string()))
         .collect();
     let selection = o.selection.as_ref().map(|s| {
-        json!([
+        (
             s.tools_before,
             o.tokens.selection,
             u8::from(s.shortcut),
             s.requests,
-            st.opt(s.selected.as_ref().map(|v| v.join(", ")).as_deref())
-        ])
+            st.opt(s.selected.as_ref().map(|v| v.join(", ")).as_deref()),
+        )
     });
-    let turns: Vec<Value> = o
+    let turns = o
         .requests
         .iter()
         .map(|t| {
-            let entered: Vec<Value> = entries(t, st)
-                .iter()
+            let defs = t.tool_defs_ref.as_deref().and_then(|h| st.defs(h));
+            let entered = entries(t, defs.as_deref().map(Vec::as_slice))
                 .map(|e| {
-                    json!([
+                    (
                         layer_code(e.layer),
                         st.id(&e.what),
                         e.tokens,
-                        st.text(e.text.as_deref(), e.text_ref.as_deref())
-                    ])
+                        st.text(e.text.as_deref(), e.text_ref.as_deref()),
+                    )
                 })
                 .collect();
-            json!([
+            (
                 t.request,
                 t.request_tokens,
                 t.tools_visible,
                 t.cached_prefix,
-                entered
-            ])
+                entered,
+            )
         })
         .collect();
-    let calls: Vec<Value> = o
+    let calls = o
         .calls
         .iter()
         .map(|c| {
@@ -450,7 +502,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                     cut.join(", ")
                 );
             }
-            json!([
+            (
                 c.request,
                 st.id(&c.tool),
                 st.id(&c.arguments),
@@ -459,12 +511,12 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 st.opt(Some(note.as_str()).filter(|n| !n.is_empty())),
                 u8::from(c.blind),
                 // A call a program made: that program's index among the calls.
-                c.program.map_or(-1, |p| p as i64)
-            ])
+                c.program.map_or(-1, |p| p as i64),
+            )
         })
         .collect();
     // A conversation's turns: where each begins among the requests, and how it did.
-    let conversation: Vec<Value> = o
+    let conversation = o
         .conversation
         .iter()
         .map(|t| {
@@ -474,7 +526,7 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
             let made: Vec<u32> = (t.score.predicted.iter())
                 .map(|a| st.id(&a.to_string()))
                 .collect();
-            json!([
+            (
                 t.turn,
                 t.first_request_index,
                 t.requests,
@@ -483,73 +535,41 @@ fn detail(o: &Outcome, st: &mut Strings) -> String {
                 t.tokens.billed_input,
                 t.tokens.billed_cached,
                 steps,
-                made
-            ])
+                made,
+            )
         })
         .collect();
     let l = &o.tokens;
-    json!({
-        "cv": conversation,
-        "w": steps,
-        "e": st.id(&expectation),
-        "p": predicted,
-        "x": u8::from(o.score.exact),
-        "f": (o.score.f1 * 1000.0).round() as i64,
-        "a": tri(o.score.args_ok),
-        "s": tri(o.score.schema_valid),
-        "h": u8::from(o.score.forbidden_hit),
-        "pe": o.protocol_errors(),
-        "sel": selection,
-        "l": [l.system, l.tool_defs, l.fetched, l.results, l.output, l.selection, l.first_request, l.billed_input, l.peak_context, l.billed_cached],
-        "t": turns,
-        "c": calls,
-        "ft": st.opt(o.final_text.as_deref()),
-        "ie": st.opt(o.infra_error.as_deref()),
-    })
-    .to_string()
-}
-
-/// An explorer built on a thread of its own from before the summary is computed: the
-/// two read the run apart, and the page needs the explorer only after the plots. It
-/// was the last report to finish, alone on one core, for about a tenth of a suite
-/// run's wall clock.
-pub struct Early(std::sync::Mutex<Option<std::thread::JoinHandle<anyhow::Result<Explorer>>>>);
-
-/// An outcomes file larger than this has its explorer built after the summary (as
-/// [`Early::none`]), so that the two never hold their memory at the same time.
-const EARLY_LIMIT: u64 = 256 << 20;
-
-impl Early {
-    /// Nothing started: [`Early::take`] builds the explorer when it is asked for.
-    pub fn none() -> Early {
-        Early(std::sync::Mutex::new(None))
-    }
-
-    /// The explorer of `outcomes`, started now unless the file is large (or missing:
-    /// the build then reports it when it is asked for).
-    pub fn start(outcomes: &Path) -> Early {
-        let small = std::fs::metadata(outcomes).is_ok_and(|m| m.len() <= EARLY_LIMIT);
-        if !small {
-            return Early::none();
-        }
-        let path = outcomes.to_path_buf();
-        let handle = std::thread::Builder::new()
-            .name("discbench-explorer".into())
-            .spawn(move || Explorer::build(&path))
-            .ok();
-        Early(std::sync::Mutex::new(handle))
-    }
-
-    /// The explorer started early, or built now from `outcomes`.
-    pub fn take(&self, outcomes: &Path) -> anyhow::Result<Explorer> {
-        let started = self.0.lock().expect("early explorer lock").take();
-        match started {
-            Some(h) => h
-                .join()
-                .map_err(|_| anyhow::anyhow!("building the outcome explorer panicked"))?,
-            None => Explorer::build(outcomes),
-        }
-    }
+    let detail = Detail {
+        cv: conversation,
+        w: steps,
+        e: st.id(&expectation),
+        p: predicted,
+        x: u8::from(o.score.exact),
+        f: (o.score.f1 * 1000.0).round() as i64,
+        a: tri(o.score.args_ok),
+        s: tri(o.score.schema_valid),
+        h: u8::from(o.score.forbidden_hit),
+        pe: o.protocol_errors(),
+        sel: selection,
+        l: [
+            l.system,
+            l.tool_defs,
+            l.fetched,
+            l.results,
+            l.output,
+            l.selection,
+            l.first_request,
+            l.billed_input,
+            l.peak_context,
+            l.billed_cached,
+        ],
+        t: turns,
+        c: calls,
+        ft: st.opt(o.final_text.as_deref()),
+        ie: st.opt(o.infra_error.as_deref()),
+    };
+    serde_json::to_string(&detail).expect("a detail serializes")
 }
 
 impl Explorer {
@@ -567,16 +587,16 @@ impl Explorer {
             Interner::default(),
             Interner::default(),
         );
-        let mut queries: HashMap<(u32, String), u32> = HashMap::new();
+        let mut queries: Map<(u32, String), u32> = Map::default();
         let mut query_list: Vec<Value> = Vec::new();
-        let mut contexts: HashMap<(u32, u32), Context> = HashMap::new();
+        let mut contexts: Map<(u32, u32), Context> = Map::default();
         let mut details = Details::new();
         // One row per outcome; past a million (`spill::limit`)
         // they are sorted in runs on disk.
         let limit = spill::limit()?;
         let mut rows: Spill<Row> = Spill::new(dir, limit);
         // Lines read before, by their content without the repeat index: their rows.
-        let mut seen: HashMap<[u8; 32], Row> = HashMap::new();
+        let mut seen: Map<[u8; 32], Row> = Map::default();
         // Modes are shown as they ran ([`crate::record::mode_label`]).
         let mut labels = crate::record::ModeLabels::default();
         reader::read_text(outcomes, |line_no, line| {
@@ -619,7 +639,9 @@ impl Explorer {
                 if cx.system.is_some() && !needs_defs {
                     // Nothing left to take from this outcome.
                 } else {
-                    let entered = entries(first, &mut st);
+                    let defs = (first.tool_defs_ref.as_deref()).and_then(|h| st.defs(h));
+                    let entered: Vec<&Entry> =
+                        entries(first, defs.as_deref().map(Vec::as_slice)).collect();
                     if cx.system.is_none() {
                         cx.system =
                             entered
@@ -761,6 +783,7 @@ pub fn expand(b64_text: &str) -> anyhow::Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::early::Early;
 
     #[test]
     fn long_texts_are_cut_and_counted() {
@@ -776,11 +799,8 @@ mod tests {
         let outcomes =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/runs/pre-events/outcomes.jsonl");
         let late = Explorer::build(&outcomes).unwrap();
-        let early = Early::start(&outcomes);
-        assert!(
-            early.0.lock().unwrap().is_some(),
-            "a small run starts at once"
-        );
+        let early = Early::start("explorer", Explorer::build, &outcomes);
+        assert!(early.is_started(), "a small run starts at once");
         let got = early.take(&outcomes).unwrap();
         assert_eq!(got.outcomes, 24);
         assert_eq!(
@@ -791,7 +811,8 @@ mod tests {
         // when the explorer is asked for, as it was before.
         assert_eq!(early.take(&outcomes).unwrap().outcomes, 24);
         let missing = outcomes.with_file_name("no-such-outcomes.jsonl");
-        assert!(Early::start(&missing).take(&missing).is_err());
+        let never = Early::start("explorer", Explorer::build, &missing);
+        assert!(never.take(&missing).is_err());
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use super::explorer::Early;
+use super::cases::Cases;
+use super::early::Early;
+use super::explorer::Explorer;
 use crate::analysis::compare::Comparison;
 use crate::analysis::summary::Summary;
 
@@ -16,8 +18,35 @@ pub struct ReportCx<'a> {
     pub outcomes: &'a Path,
     /// The verdict against a baseline, when one was given.
     pub comparison: Option<&'a Comparison>,
-    /// The page's outcome explorer, when it was started before the summary.
-    pub explorer: &'a Early,
+    /// The reports read from the outcomes apart from the summary, maybe started
+    /// before it.
+    pub started: &'a Started,
+}
+
+/// The outcome explorer and the JUnit cases: each started on a thread of its own
+/// before the summary is computed ([`Started::start`]), or built when asked for.
+pub struct Started {
+    pub explorer: Early<Explorer>,
+    pub cases: Early<Cases>,
+}
+
+impl Started {
+    /// Nothing started: each is built when it is asked for.
+    pub fn none() -> Started {
+        Started {
+            explorer: Early::none("explorer", Explorer::build),
+            cases: Early::none("junit", Cases::read),
+        }
+    }
+
+    /// Both started now from `outcomes` (unless the file is large: see
+    /// [`Early::start`]).
+    pub fn start(outcomes: &Path) -> Started {
+        Started {
+            explorer: Early::start("explorer", Explorer::build, outcomes),
+            cases: Early::start("junit", Cases::read, outcomes),
+        }
+    }
 }
 
 /// One output format.

@@ -43,7 +43,7 @@ impl Exporter for Html {
     }
 
     fn write(&self, cx: &ReportCx, dir: &Path) -> anyhow::Result<()> {
-        let explorer = cx.explorer.take(cx.outcomes)?;
+        let explorer = cx.started.explorer.take(cx.outcomes)?;
         let page = render(cx.summary, explorer, cx.comparison, &dir.join("plots"))?;
         write_atomic(&dir.join("index.html"), page.as_bytes())
     }

@@ -3,6 +3,8 @@
 //! the outcomes to Parquet, aggregates them, and runs every exporter. Each file is
 //! written to a temporary name and renamed, so a failure never leaves half a file.
 
+pub mod cases;
+pub mod early;
 pub mod explorer;
 pub mod exporter;
 pub mod html;
@@ -17,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-pub use exporter::{write_atomic, Exporter, ReportCx};
+pub use exporter::{write_atomic, Exporter, ReportCx, Started};
 pub use text::pct;
 
 use crate::analysis::aggregate;
@@ -68,22 +70,22 @@ pub fn write_all(
     summary: &Summary,
     comparison: Option<&Comparison>,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    write_all_with(dir, summary, comparison, &explorer::Early::none())
+    write_all_with(dir, summary, comparison, &Started::none())
 }
 
-/// [`write_all`], with the page's explorer started before the summary was computed
-/// ([`explorer::Early::start`]).
+/// [`write_all`], with the page's explorer and the JUnit cases started before the
+/// summary was computed ([`Started::start`]).
 pub fn write_all_with(
     dir: &Path,
     summary: &Summary,
     comparison: Option<&Comparison>,
-    explorer: &explorer::Early,
+    started: &Started,
 ) -> anyhow::Result<Vec<PathBuf>> {
     let cx = ReportCx {
         summary,
         outcomes: &dir.join("outcomes.jsonl"),
         comparison,
-        explorer,
+        started,
     };
     let all = exporters();
     let (page, rest): (Vec<&dyn Exporter>, Vec<&dyn Exporter>) = all

@@ -128,78 +128,86 @@ impl Exporter for Plots {
         std::fs::create_dir_all(&out)?;
         let s = cx.summary;
         let (modes, models) = (modes(s), models(s));
-        for sc in scenarios(s) {
-            let groups: Vec<&Group> = s
-                .groups
-                .iter()
-                .filter(|g| g.scenario == sc && g.n > 0)
-                .collect();
-            if groups.is_empty() {
-                continue;
-            }
-            let sl = slug(&sc);
-            render(
-                &tokens::TokensByMode {
-                    scenario: &sc,
-                    groups: &groups,
-                },
-                &out,
-                &format!("tokens-{sl}"),
-            )?;
-            render(
-                &accuracy::AccuracyByMode {
-                    scenario: &sc,
-                    groups: &groups,
-                    modes: &modes,
-                },
-                &out,
-                &format!("accuracy-{sl}"),
-            )?;
-            render(
-                &pareto::Pareto {
-                    scenario: &sc,
-                    groups: &groups,
-                    modes: &modes,
-                    models: &models,
-                },
-                &out,
-                &format!("pareto-{sl}"),
-            )?;
-            let conversations: Vec<&Group> = (groups.iter().copied())
-                .filter(|g| g.conversations.is_some())
-                .collect();
-            if !conversations.is_empty() {
+        // Each scenario's charts drawn apart, on the cores there are (the files do not
+        // depend on each other).
+        use rayon::prelude::*;
+        scenarios(s)
+            .par_iter()
+            .try_for_each(|sc| -> anyhow::Result<()> {
+                let groups: Vec<&Group> = s
+                    .groups
+                    .iter()
+                    .filter(|g| g.scenario == *sc && g.n > 0)
+                    .collect();
+                if groups.is_empty() {
+                    return Ok(());
+                }
+                let sl = slug(sc);
                 render(
-                    &turns::CostOverTurns {
-                        scenario: &sc,
-                        groups: &conversations,
+                    &tokens::TokensByMode {
+                        scenario: sc,
+                        groups: &groups,
+                    },
+                    &out,
+                    &format!("tokens-{sl}"),
+                )?;
+                render(
+                    &accuracy::AccuracyByMode {
+                        scenario: sc,
+                        groups: &groups,
                         modes: &modes,
                     },
                     &out,
-                    &format!("turns-{sl}"),
+                    &format!("accuracy-{sl}"),
                 )?;
-            }
-        }
+                render(
+                    &pareto::Pareto {
+                        scenario: sc,
+                        groups: &groups,
+                        modes: &modes,
+                        models: &models,
+                    },
+                    &out,
+                    &format!("pareto-{sl}"),
+                )?;
+                let conversations: Vec<&Group> = (groups.iter().copied())
+                    .filter(|g| g.conversations.is_some())
+                    .collect();
+                if !conversations.is_empty() {
+                    render(
+                        &turns::CostOverTurns {
+                            scenario: sc,
+                            groups: &conversations,
+                            modes: &modes,
+                        },
+                        &out,
+                        &format!("turns-{sl}"),
+                    )?;
+                }
+                Ok(())
+            })?;
         let charts = sweep_charts(s);
         if !charts.is_empty() {
             let curves = sweep::curves(cx.outcomes)?;
             let none = Default::default();
-            for (stem, title, base, model, metric) in charts {
-                let (_, _, ydesc) = sweep::METRICS
-                    .iter()
-                    .find(|m| m.0 == metric)
-                    .expect("a listed metric");
-                render(
-                    &sweep::SweepChart {
-                        title,
-                        ydesc,
-                        percent: matches!(metric, "exact" | "recall"),
-                        series: curves.get(&(base, model, metric)).unwrap_or(&none),
-                    },
-                    &out,
-                    &stem,
-                )?;
-            }
+            charts
+                .into_par_iter()
+                .try_for_each(|(stem, title, base, model, metric)| {
+                    let (_, _, ydesc) = sweep::METRICS
+                        .iter()
+                        .find(|m| m.0 == metric)
+                        .expect("a listed metric");
+                    render(
+                        &sweep::SweepChart {
+                            title,
+                            ydesc,
+                            percent: matches!(metric, "exact" | "recall"),
+                            series: curves.get(&(base, model, metric)).unwrap_or(&none),
+                        },
+                        &out,
+                        &stem,
+                    )
+                })?;
         }
         Ok(())
     }
