@@ -45,10 +45,24 @@ pub fn load_all_noting(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Skipped), In
             Err(e) => errors.push(e),
         }
     }
+    // Each file read, told apart and loaded on its own (on the cores there are), then
+    // taken in order: what is loaded and what is said about it is the same whatever
+    // the thread count.
+    let loaded: Vec<Loaded> = {
+        use rayon::prelude::*;
+        files
+            .par_iter()
+            .map(|(f, _)| {
+                let kind = kind_of(f);
+                let scenario = matches!(kind, Ok(FileKind::Scenario)).then(|| load(f));
+                (kind, scenario)
+            })
+            .collect()
+    };
     let mut out = Vec::new();
     let mut skipped = Vec::new();
-    for (f, in_dir) in &files {
-        match kind_of(f) {
+    for ((f, in_dir), (kind, scenario)) in files.iter().zip(loaded) {
+        match kind {
             Ok(FileKind::Scenario) => {}
             Ok(kind) if *in_dir => {
                 skipped.push((f.clone(), kind));
@@ -71,7 +85,7 @@ pub fn load_all_noting(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Skipped), In
                 continue;
             }
         }
-        match load(f) {
+        match scenario.expect("a scenario is loaded") {
             Ok(s) => out.push(s),
             Err(mut e) => errors.append(&mut e.0),
         }
@@ -110,6 +124,12 @@ pub fn load_all_noting(paths: &[PathBuf]) -> Result<(Vec<Scenario>, Skipped), In
         Err(InputErrors(errors))
     }
 }
+
+/// A file of [`load_all_noting`]: its kind, and the scenario loaded from it if it is one.
+type Loaded = (
+    Result<FileKind, InputErrors>,
+    Option<Result<Scenario, InputErrors>>,
+);
 
 /// What a file kind is, in words.
 pub fn kind_name(kind: FileKind) -> &'static str {
@@ -173,17 +193,67 @@ pub fn validate_file(path: &Path) -> Result<FileKind, InputErrors> {
 }
 
 fn sniff(path: &Path, text: &str) -> Result<FileKind, InputErrors> {
-    let v: Value = parse_value(path, text)?;
-    let Some(obj) = v.as_object() else {
-        return Err(InputError::new(path, "", "the document must be a mapping").into());
+    // The top-level keys alone, their values skipped unbuilt (a scenario is parsed
+    // again whole when it is loaded); what is not a mapping of string keys is parsed
+    // as a value, for the error that says so.
+    let keys = match parse::<TopKeys>(path, text) {
+        Ok(k) => k,
+        Err(_) => {
+            let v: Value = parse_value(path, text)?;
+            let Some(obj) = v.as_object() else {
+                return Err(InputError::new(path, "", "the document must be a mapping").into());
+            };
+            TopKeys {
+                scenario: obj.contains_key("queries") || obj.contains_key("name"),
+                tools: obj.contains_key("tools"),
+            }
+        }
     };
-    Ok(if obj.contains_key("queries") || obj.contains_key("name") {
+    Ok(if keys.scenario {
         FileKind::Scenario
-    } else if obj.contains_key("tools") {
+    } else if keys.tools {
         FileKind::McpDump
     } else {
         FileKind::CatalogFragment
     })
+}
+
+/// Which of the keys that tell a file's kind a document's top level holds.
+struct TopKeys {
+    /// `queries` or `name`.
+    scenario: bool,
+    tools: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for TopKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Keys;
+        impl<'de> serde::de::Visitor<'de> for Keys {
+            type Value = TopKeys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a mapping")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<TopKeys, A::Error> {
+                let mut keys = TopKeys {
+                    scenario: false,
+                    tools: false,
+                };
+                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    m.next_value::<serde::de::IgnoredAny>()?;
+                    match &*k {
+                        "queries" | "name" => keys.scenario = true,
+                        "tools" => keys.tools = true,
+                        _ => {}
+                    }
+                }
+                Ok(keys)
+            }
+        }
+        d.deserialize_map(Keys)
+    }
 }
 
 /// Loads and validates one scenario file.
