@@ -2,6 +2,9 @@
 //! stop-word list and crude plural stripping: what the tool-search and retrieval
 //! strategies rank tools with, and the lexical model ranks what it sees with.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
 use crate::hash::{FastMap, FastSet};
 
 const K1: f64 = 1.2;
@@ -49,8 +52,17 @@ pub fn scores(query: &str, docs: &[String]) -> Vec<f64> {
 /// Indexes a thread keeps, by the documents they index, before it starts afresh.
 const MEMO: usize = 256;
 
+/// Documents the indexes a thread keeps may hold together before it starts afresh: a
+/// sweep's tool lists hold up to ten thousand documents each, and an index ranked
+/// often holds its inverted index beside them.
+const MEMO_DOCS: usize = 40_000;
+
 /// A document's term counts and its length in terms.
-type Terms = (std::sync::Arc<FastMap<String, usize>>, usize);
+type Terms = (Arc<FastMap<Arc<str>, u32>>, usize);
+
+/// Per term: the documents holding it, in document order, each with the term's count
+/// there.
+type Postings = FastMap<Arc<str>, Vec<(u32, u32)>>;
 
 /// Documents a thread keeps tokenized before it starts afresh.
 const DOC_MEMO: usize = 20_000;
@@ -65,38 +77,59 @@ fn terms_of(doc: &str) -> Terms {
         }
         let words = tokenize(doc);
         let len = words.len();
-        let mut tf: FastMap<String, usize> = FastMap::default();
+        let mut tf: FastMap<Arc<str>, u32> = FastMap::default();
         for w in words {
-            *tf.entry(w).or_default() += 1;
+            match tf.get_mut(w.as_str()) {
+                Some(n) => *n += 1,
+                None => {
+                    tf.insert(w.into(), 1);
+                }
+            }
         }
         if m.len() >= DOC_MEMO {
             m.clear();
         }
-        let v = (std::sync::Arc::new(tf), len);
+        let v = (Arc::new(tf), len);
         m.insert(doc.to_string(), v.clone());
         v
     })
 }
+
+/// A thread's indexes, by a hash of their documents.
+type Indexes = FastMap<[u8; 32], std::rc::Rc<Index>>;
 
 thread_local! {
     static DOCS: std::cell::RefCell<FastMap<String, Terms>> =
         std::cell::RefCell::new(FastMap::default());
     /// The lexical model ranks the same visible tools on many turns of many episodes:
     /// their index is built once per thread, not once per turn.
-    static INDEXES: std::cell::RefCell<FastMap<[u8; 32], std::rc::Rc<Index>>> =
-        std::cell::RefCell::new(FastMap::default());
+    /// The indexes, and the documents they hold together.
+    static INDEXES: std::cell::RefCell<(Indexes, usize)> =
+        std::cell::RefCell::new((FastMap::default(), 0));
 }
 
 /// Documents tokenized once, to be ranked against many queries (the search tool's
-/// pool is searched on every call). How many documents hold a term is counted per
-/// query, for the query's terms only: a scan as long as the scoring's own, where a
-/// table of every term's count cost more to build than most indexes are searched
-/// (the lexical model ranks each new tool list once).
+/// pool is searched on every call; the lexical model ranks a tool list on every turn
+/// it is shown).
+///
+/// The first queries scan every document's term counts; once the scans have looked
+/// up as many terms as the documents hold, an inverted index (made then, once) visits
+/// only the documents that hold a query term, so an index never costs more than
+/// twice the better of the two ways. Most of the lexical model's indexes are ranked
+/// once or twice, where the inverted index cost three times what it saved; the
+/// pool's and a recurring tool list's are ranked many times. Both ways give the same
+/// bits.
 pub struct Index {
     /// Per document: term → count.
-    docs: Vec<std::sync::Arc<FastMap<String, usize>>>,
+    docs: Vec<Arc<FastMap<Arc<str>, u32>>>,
     lens: Vec<usize>,
     avg: f64,
+    /// Terms the documents hold, counted once per document: what making the inverted
+    /// index costs.
+    held: usize,
+    /// Term lookups the scans have made so far.
+    scanned: AtomicUsize,
+    postings: OnceLock<Postings>,
 }
 
 impl Index {
@@ -110,15 +143,17 @@ impl Index {
         }
         let key = *h.finalize().as_bytes();
         INDEXES.with(|m| {
-            let mut m = m.borrow_mut();
+            let (m, held) = &mut *m.borrow_mut();
             if let Some(i) = m.get(&key) {
                 return i.clone();
             }
-            if m.len() >= MEMO {
+            if m.len() >= MEMO || *held + docs.len() > MEMO_DOCS {
                 m.clear();
+                *held = 0;
             }
             let i = std::rc::Rc::new(Index::new(docs));
             m.insert(key, i.clone());
+            *held += docs.len();
             i
         })
     }
@@ -136,43 +171,127 @@ impl Index {
         } else {
             lens.iter().sum::<usize>() as f64 / docs.len() as f64
         };
+        let held = out.iter().map(|d| d.len()).sum();
         Index {
             docs: out,
             lens,
             avg,
+            held,
+            scanned: AtomicUsize::new(0),
+            postings: OnceLock::new(),
         }
     }
 
-    /// How many documents hold `term` (a tokenized word).
+    fn postings(&self) -> &Postings {
+        self.postings.get_or_init(|| {
+            let mut p: Postings = FastMap::default();
+            for (i, d) in self.docs.iter().enumerate() {
+                let i = u32::try_from(i).expect("fewer than 2^32 documents");
+                for (w, n) in d.iter() {
+                    match p.get_mut(&**w) {
+                        Some(list) => list.push((i, *n)),
+                        None => {
+                            p.insert(w.clone(), vec![(i, *n)]);
+                        }
+                    }
+                }
+            }
+            p
+        })
+    }
+
+    /// How many documents hold `term` (a tokenized word), from the inverted index.
     pub fn df(&self, term: &str) -> usize {
-        self.docs.iter().filter(|d| d.contains_key(term)).count()
+        self.postings().get(term).map_or(0, Vec::len)
+    }
+
+    /// The distinct terms of document `doc`, in no order.
+    pub fn terms(&self, doc: usize) -> impl Iterator<Item = &str> {
+        self.docs[doc].keys().map(|w| &**w)
+    }
+
+    /// [`Index::df`] by a scan of the documents, where the inverted index is not made.
+    fn df_scanned(&self, term: &str) -> usize {
+        match self.postings.get() {
+            Some(p) => p.get(term).map_or(0, Vec::len),
+            None => self.docs.iter().filter(|d| d.contains_key(term)).count(),
+        }
+    }
+
+    /// One term's share of a document's score.
+    fn share(&self, idf: f64, tf: u32, len: usize) -> f64 {
+        let tf = tf as f64;
+        let len = len as f64;
+        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg.max(1.0)))
     }
 
     /// BM25 scores of each document for the query, in document order.
     pub fn scores(&self, query: &str) -> Vec<f64> {
-        let n = self.docs.len() as f64;
         let mut q = tokenize(query);
         q.sort();
         q.dedup();
-        let df: Vec<f64> = q.iter().map(|term| self.df(term) as f64).collect();
+        let inverted = self.postings.get().is_some()
+            || self
+                .scanned
+                .fetch_add(self.docs.len() * q.len(), Ordering::Relaxed)
+                >= self.held;
+        if inverted {
+            self.scores_inverted(&q)
+        } else {
+            self.scores_scanned(&q)
+        }
+    }
+
+    /// Every document against every query term.
+    fn scores_scanned(&self, q: &[String]) -> Vec<f64> {
+        let n = self.docs.len() as f64;
+        let idf: Vec<f64> = q
+            .iter()
+            .map(|term| {
+                let nq = self.df_scanned(term) as f64;
+                ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln()
+            })
+            .collect();
         self.docs
             .iter()
             .zip(&self.lens)
             .map(|(d, &len)| {
-                let len = len as f64;
                 q.iter()
-                    .zip(&df)
-                    .map(|(term, &nq)| {
-                        let tf = d.get(term).copied().unwrap_or(0) as f64;
-                        if tf == 0.0 {
-                            return 0.0;
-                        }
-                        let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
-                        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / self.avg.max(1.0)))
+                    .zip(&idf)
+                    .map(|(term, &idf)| match d.get(term.as_str()) {
+                        Some(&tf) => self.share(idf, tf, len),
+                        None => 0.0,
                     })
                     .sum()
             })
             .collect()
+    }
+
+    /// Each query term's documents alone. A document's score adds its terms' shares in
+    /// the query's sorted term order, as the scan does (a term a document lacks adds
+    /// an exact zero there): the same bits.
+    fn scores_inverted(&self, q: &[String]) -> Vec<f64> {
+        let postings = self.postings();
+        let n = self.docs.len() as f64;
+        // An empty sum is what `Iterator::sum` starts from; any term makes it +0.0.
+        let start = if q.is_empty() {
+            std::iter::empty::<f64>().sum()
+        } else {
+            0.0
+        };
+        let mut out = vec![start; self.docs.len()];
+        for term in q {
+            let Some(list) = postings.get(term.as_str()) else {
+                continue;
+            };
+            let nq = list.len() as f64;
+            let idf = ((n - nq + 0.5) / (nq + 0.5) + 1.0).ln();
+            for &(d, tf) in list {
+                let d = d as usize;
+                out[d] += self.share(idf, tf, self.lens[d]);
+            }
+        }
+        out
     }
 }
 
@@ -241,6 +360,7 @@ mod tests {
             "jira",
             "nothing matches",
             "issues issues list",
+            "thanks, that's all",
         ] {
             let mut q = tokenize(query);
             q.sort();
@@ -262,13 +382,22 @@ mod tests {
                         .sum()
                 })
                 .collect();
-            let got = Index::new(&docs).scores(query);
-            assert_eq!(
-                got.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                want.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
-                "{query}"
-            );
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            // The first queries scan; once they have looked up as many terms as the
+            // documents hold, the inverted index answers.
+            let index = Index::new(&docs);
+            assert_eq!(bits(&index.scores(query)), bits(&want), "{query}: scanned");
+            assert!(index.postings.get().is_none());
+            for _ in 0..index.held {
+                index.scores("email issues project");
+            }
+            assert!(index.postings.get().is_some());
+            assert_eq!(bits(&index.scores(query)), bits(&want), "{query}: inverted");
         }
-        assert_eq!(Index::new(&docs).df("issue"), 3);
+        let index = Index::new(&docs);
+        assert_eq!(index.df("issue"), 3);
+        index.scores("a");
+        index.scores("b");
+        assert_eq!(index.df("issue"), 3);
     }
 }

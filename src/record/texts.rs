@@ -5,7 +5,6 @@
 //! keeps only what is its own. Content addressing makes the store correct whatever
 //! order episodes finish in, and lets resume and merge join stores by plain union.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -15,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::reader;
 use super::Outcome;
+use crate::hash::{FastMap, FastSet};
 use crate::memo::Generations;
 
 /// The file name inside a run directory.
@@ -33,7 +33,7 @@ pub struct TextLine {
 /// The texts of a run, loaded for readers that show them (the HTML drill-down).
 #[derive(Debug, Default)]
 pub struct TextStore {
-    texts: HashMap<String, String>,
+    texts: FastMap<String, String>,
 }
 
 impl TextStore {
@@ -41,7 +41,7 @@ impl TextStore {
     /// (runs written before it existed keep their texts inline).
     pub fn load(dir: &Path) -> anyhow::Result<TextStore> {
         let path = dir.join(FILE);
-        let mut texts = HashMap::new();
+        let mut texts = FastMap::default();
         if path.is_file() {
             reader::read::<TextLine>(&path, |_, l| {
                 texts.insert(l.hash, l.text);
@@ -99,7 +99,7 @@ impl TextStore {
 pub struct TextSink {
     path: PathBuf,
     out: BufWriter<File>,
-    written: HashSet<String>,
+    written: FastSet<String>,
     /// The hashes of the texts put lately, by their text (each one written already):
     /// most outcomes bring the same tool lists and prompts again, and hashing each
     /// one again took a third of the writer's time.
@@ -122,7 +122,7 @@ impl TextSink {
     /// outcome needs it).
     pub fn open(dir: &Path) -> anyhow::Result<TextSink> {
         let path = dir.join(FILE);
-        let mut written = HashSet::new();
+        let mut written = FastSet::default();
         if path.is_file() {
             let stats = reader::read::<TextLine>(&path, |_, l| {
                 written.insert(l.hash);

@@ -5,7 +5,7 @@
 //! matching over each tool's name, description and parameter names — and the
 //! `tool_search` tool that searches them.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -14,7 +14,7 @@ use super::protocol::{Env, EventKind, ProtocolError, Resolution, Retrieved, Stat
 use super::templates::{TemplateError, Templates};
 use crate::bm25;
 use crate::catalog::Address;
-use crate::hash::{FastMap, FastSet};
+use crate::hash::FastMap;
 use crate::scenario::ExpectedCall;
 use crate::wire::ToolDef;
 
@@ -62,6 +62,9 @@ pub struct Pool {
     templates: Arc<Templates>,
     /// Per tool: its words, rarest in the pool first (made at the first use).
     rare: OnceLock<Vec<Vec<String>>>,
+    /// Per tool routed to by a search: the query [`Pool::query_for`] found for it
+    /// (the same on every episode that routes to it; found once).
+    queries: Mutex<FastMap<String, Option<String>>>,
 }
 
 impl Pool {
@@ -142,6 +145,7 @@ impl Pool {
             search,
             templates: templates.clone(),
             rare: OnceLock::new(),
+            queries: Mutex::default(),
         })
     }
 
@@ -311,23 +315,11 @@ impl Pool {
     /// alphabetically: made once per pool, not per search.
     fn rare_words(&self) -> &Vec<Vec<String>> {
         self.rare.get_or_init(|| {
-            let tokenized: Vec<FastSet<String>> = self
-                .docs
-                .iter()
-                .map(|d| bm25::tokenize(d).into_iter().collect())
-                .collect();
-            let mut df: FastMap<&str, usize> = FastMap::default();
-            for d in &tokenized {
-                for w in d {
-                    *df.entry(w.as_str()).or_default() += 1;
-                }
-            }
-            tokenized
-                .iter()
-                .map(|d| {
-                    let mut own: Vec<String> = d.iter().cloned().collect();
-                    own.sort_by(|a, b| (df[a.as_str()], a).cmp(&(df[b.as_str()], b)));
-                    own
+            (0..self.docs.len())
+                .map(|i| {
+                    let mut own: Vec<&str> = self.index.terms(i).collect();
+                    own.sort_by_cached_key(|w| (self.index.df(w), *w));
+                    own.into_iter().map(str::to_string).collect()
                 })
                 .collect()
         })
@@ -337,6 +329,18 @@ impl Pool {
     /// first that works of its name's words, its name and first sentence, its name
     /// with its 3, 6 or 12 rarest words in the pool, and its whole text.
     pub fn query_for(&self, tool: &str) -> Option<String> {
+        if let Some(q) = self.queries.lock().expect("queries").get(tool) {
+            return q.clone();
+        }
+        let q = self.find_query_for(tool);
+        self.queries
+            .lock()
+            .expect("queries")
+            .insert(tool.to_string(), q.clone());
+        q
+    }
+
+    fn find_query_for(&self, tool: &str) -> Option<String> {
         let i = self.tools.iter().position(|t| t.name == tool)?;
         if self.settings.variant == SearchVariant::Regex {
             return Some(format!("^{}$", regex::escape(tool)));

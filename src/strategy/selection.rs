@@ -17,14 +17,13 @@
 //! description lists each tool not loaded with the first 80 characters of its
 //! description (no ellipsis), and it stays offered once everything is loaded.
 
-use std::collections::HashSet;
-
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::config::SelectionConfig;
 use super::protocol::{ProtocolError, Resolution, State};
 use super::templates::{TemplateError, Templates};
+use crate::hash::FastSet;
 use crate::wire::{Context, Message, Response, ToolDef};
 
 pub const REQUEST_TOOLS: &str = "request_tools";
@@ -52,11 +51,11 @@ const STOP_WORDS: [&str; 113] = [
     "used", "get", "set", "make",
 ];
 
-static STOP_SET: std::sync::LazyLock<HashSet<&'static str>> =
+static STOP_SET: std::sync::LazyLock<FastSet<&'static str>> =
     std::sync::LazyLock::new(|| STOP_WORDS.into_iter().collect());
 
 /// Lower-cased ASCII letter-and-digit runs longer than one character, stop words out.
-fn keywords(text: &str) -> HashSet<String> {
+fn keywords(text: &str) -> FastSet<String> {
     text.to_lowercase()
         .split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit()))
         .filter(|w| w.len() > 1 && !STOP_SET.contains(w))
@@ -66,7 +65,7 @@ fn keywords(text: &str) -> HashSet<String> {
 
 /// Each tool's keywords (name and description), in tool order: what the shortcut
 /// matches queries against, made once per scenario × mode.
-pub fn tool_keywords(tools: &[ToolDef]) -> Vec<HashSet<String>> {
+pub fn tool_keywords(tools: &[ToolDef]) -> Vec<FastSet<String>> {
     tools
         .iter()
         .map(|t| {
@@ -82,7 +81,7 @@ pub fn tool_keywords(tools: &[ToolDef]) -> Vec<HashSet<String>> {
 /// `None` (ask the model) otherwise. `words` is [`tool_keywords`] of `tools`.
 pub fn keyword_shortcut(
     tools: &[ToolDef],
-    words: &[HashSet<String>],
+    words: &[FastSet<String>],
     query: &str,
     max: usize,
 ) -> Option<Vec<String>> {

@@ -40,7 +40,7 @@ pub struct Composite {
     pub(super) config: ProtocolConfig,
     pub(super) templates: Arc<Templates>,
     /// Each tool's words, for the selection step's keyword shortcut.
-    pub(super) tool_words: Vec<std::collections::HashSet<String>>,
+    pub(super) tool_words: Vec<crate::hash::FastSet<String>>,
     /// The selection request's catalog of every tool.
     pub(super) catalog_text: String,
     /// `request_tools` as rendered for each loaded set seen (sorted names): the turns of
