@@ -630,19 +630,33 @@ fn multi_turn_verdicts_agree_with_bfcls_checker() {
     ]);
     let mine = out.join("discbench");
     std::fs::create_dir_all(&mine).unwrap();
+    // The four categories are judged at once: each run waits on its live servers'
+    // answers far more than it computes.
+    let said: Vec<String> = std::thread::scope(|s| {
+        let runs: Vec<_> = MULTI_TURN
+            .iter()
+            .map(|c| {
+                let (out, scen, mine) = (&out, &scen, &mine);
+                s.spawn(move || {
+                    let results = out.join(format!("outputs/fc/BFCL_v4_{c}_result.json"));
+                    let verdicts = mine.join(format!("{c}.json"));
+                    discbench(&[
+                        "score-bfcl",
+                        results.to_str().unwrap(),
+                        "--scenarios",
+                        scen.join(format!("bfcl-{c}.json")).to_str().unwrap(),
+                        "--allow-live",
+                        "--verdicts",
+                        verdicts.to_str().unwrap(),
+                    ])
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
     let mut total = 0;
-    for c in MULTI_TURN {
-        let results = out.join(format!("outputs/fc/BFCL_v4_{c}_result.json"));
+    for (c, said) in MULTI_TURN.iter().zip(&said) {
         let verdicts = mine.join(format!("{c}.json"));
-        let said = discbench(&[
-            "score-bfcl",
-            results.to_str().unwrap(),
-            "--scenarios",
-            scen.join(format!("bfcl-{c}.json")).to_str().unwrap(),
-            "--allow-live",
-            "--verdicts",
-            verdicts.to_str().unwrap(),
-        ]);
         assert!(said.contains(&format!("bfcl-{c}")), "{said}");
         let bfcl = verdicts_by_variant(&out.join(format!("verdicts/fc/{c}.json")));
         let ours = verdicts_by_variant(&verdicts);
