@@ -467,6 +467,21 @@ impl PlanOrder {
             (r.position, n(0), n(1), n(2), n(3), r.repeat)
         }
     }
+
+    /// Writes `items` out as one sorted run, in this order of each one's `rank`, when
+    /// there are as many as may be held: what a reader that keeps one entry per
+    /// outcome (the JUnit cases, the explorer's rows) does after each push.
+    pub fn spill_if_full<T: Serialize + serde::de::DeserializeOwned>(
+        &self,
+        items: &mut super::spill::Spill<T>,
+        rank: impl Fn(&T) -> &Rank,
+    ) -> anyhow::Result<()> {
+        if items.full() {
+            let key = self.sort_key();
+            items.spill(|t| key(rank(t)))?;
+        }
+        Ok(())
+    }
 }
 
 /// Strings numbered in the order they are first seen, each held once.

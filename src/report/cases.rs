@@ -81,7 +81,7 @@ impl Cases {
             if let Some((h, repeat)) = same {
                 if let Some(&(rank, mode, body)) = seen.get(&h) {
                     cases.push((order.with_repeat(&rank, repeat), mode, body));
-                    return spill_if_full(&mut cases, &order);
+                    return order.spill_if_full(&mut cases, |c| &c.0);
                 }
             }
             let mut c: Case =
@@ -118,7 +118,7 @@ impl Cases {
                 }
                 seen.insert(h, case);
             }
-            spill_if_full(&mut cases, &order)
+            order.spill_if_full(&mut cases, |c| &c.0)
         })?;
         Ok(Cases {
             order,
@@ -144,15 +144,6 @@ impl Cases {
         }
         Ok(())
     }
-}
-
-/// Writes the cases out as a sorted run when there are as many as may be held.
-fn spill_if_full(cases: &mut Spill<(Rank, u32, u32)>, order: &PlanOrder) -> anyhow::Result<()> {
-    if cases.full() {
-        let key = order.sort_key();
-        cases.spill(|c| key(&c.0))?;
-    }
-    Ok(())
 }
 
 /// A case's opening: its class name (scenario, mode as it ran, model) and its name

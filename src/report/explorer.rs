@@ -252,15 +252,6 @@ pub struct Explorer {
     pub raw_bytes: usize,
 }
 
-/// Writes the rows out as a sorted run when there are as many as may be held.
-fn spill_if_full(rows: &mut Spill<Row>, order: &PlanOrder) -> anyhow::Result<()> {
-    if rows.full() {
-        let key = order.sort_key();
-        rows.spill(|r| key(&r.rank))?;
-    }
-    Ok(())
-}
-
 /// An outcome table column: its name and its value in a row.
 type Column = (&'static str, fn(&Row) -> usize);
 
@@ -608,7 +599,7 @@ impl Explorer {
                         ..row.clone()
                     };
                     rows.push(row);
-                    return spill_if_full(&mut rows, &order);
+                    return order.spill_if_full(&mut rows, |r| &r.rank);
                 }
             }
             let o: Outcome =
@@ -693,7 +684,7 @@ impl Explorer {
                 seen.insert(h, row.clone());
             }
             rows.push(row);
-            spill_if_full(&mut rows, &order)
+            order.spill_if_full(&mut rows, |r| &r.rank)
         })?;
         drop(seen);
         details.close()?;
