@@ -102,8 +102,8 @@ thread_local! {
     static DOCS: std::cell::RefCell<FastMap<String, Terms>> =
         std::cell::RefCell::new(FastMap::default());
     /// The lexical model ranks the same visible tools on many turns of many episodes:
-    /// their index is built once per thread, not once per turn.
-    /// The indexes, and the documents they hold together.
+    /// their index is built once per thread, not once per turn. Kept with the number
+    /// of documents the indexes hold together.
     static INDEXES: std::cell::RefCell<(Indexes, usize)> =
         std::cell::RefCell::new((FastMap::default(), 0));
 }
@@ -394,10 +394,13 @@ mod tests {
             assert!(index.postings.get().is_some());
             assert_eq!(bits(&index.scores(query)), bits(&want), "{query}: inverted");
         }
+        // A term's document count by a scan, then from the inverted index it makes.
         let index = Index::new(&docs);
+        assert_eq!(index.df_scanned("issue"), 3);
+        assert!(index.postings.get().is_none());
         assert_eq!(index.df("issue"), 3);
-        index.scores("a");
-        index.scores("b");
-        assert_eq!(index.df("issue"), 3);
+        assert!(index.postings.get().is_some());
+        assert_eq!(index.df_scanned("issue"), 3);
+        assert_eq!(index.df("nowhere"), 0);
     }
 }
