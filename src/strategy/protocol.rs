@@ -312,7 +312,7 @@ impl Resolution {
 
     /// Definitions returned as text, each ending at its offset in `ends`.
     pub fn fetched_at(content: String, addresses: Vec<Address>, ends: Vec<usize>) -> Resolution {
-        debug_assert!(ends.is_empty() || ends.len() == addresses.len());
+        assert!(ends.is_empty() || ends.len() == addresses.len());
         Resolution {
             content,
             effect: Effect::Fetched {

@@ -368,7 +368,7 @@ impl World {
                 _ => {}
             }
         }
-        debug_assert_eq!(t, now);
+        assert_eq!(t, now);
         let state = Arc::new(Mutex::new(state));
         let mut r = self.ask(c, state.clone(), purpose, cx);
         let mut searches = Vec::new();
@@ -764,7 +764,7 @@ pub fn anthropic_marks(body: &Value, cx: &Context) -> Vec<usize> {
             }
         }
     }
-    debug_assert_eq!(piece, tools + 1 + cx.messages.len());
+    assert_eq!(piece, tools + 1 + cx.messages.len());
     marks
 }
 

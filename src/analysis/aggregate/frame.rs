@@ -16,7 +16,7 @@ const PREFETCH: &str = "POLARS_ROW_GROUP_PREFETCH_SIZE";
 const HOT_TABLE: &str = "POLARS_HOT_TABLE_SIZE";
 
 /// Groups each thread aggregates in place. Polars' default, 4,096 (4 in a build with
-/// debug assertions, as `cargo run` makes), is less than a summary's histograms and
+/// debug assertions, which this project's dev profile no longer makes), is less than a summary's histograms and
 /// pairings hold, and the rows of the groups that do not fit are kept to the end of
 /// the query: its memory grew with the number of outcomes. Tables of this size cost a
 /// few MiB per thread.
