@@ -8,8 +8,14 @@
 //! lines because the outcome file is streamed and every aggregate is bounded by the
 //! number of groups and distinct values, not of outcomes.
 //!
+//! Then `discbench report` (this build's binary, as a separate process) re-renders the
+//! same lines as a run directory, every report file included, and the bench prints the
+//! peak resident memory of that process: what a user's `report` holds, which is flat
+//! in the number of lines too.
+//!
 //! `DISCBENCH_AGG_LINES=10000000 cargo bench --bench aggregate` runs the ten-million
-//! line case (about 44 GB of JSON in a temporary directory; `TMPDIR` says where), timed
+//! line case (about 44 GB of JSON in a temporary directory, and the report's 7 GB of
+//! `outcomes.csv` and 3.4 GB of `junit.xml` beside it; `TMPDIR` says where), timed
 //! once: above two million lines criterion's ten samples would take too long.
 
 use std::io::{BufWriter, Write};
@@ -95,7 +101,10 @@ fn bench(c: &mut Criterion) {
     aggregate::bound_streaming_memory();
     let dir = tempfile::tempdir().unwrap();
     let lines = suite_lines(dir.path());
-    let jsonl = dir.path().join("outcomes.jsonl");
+    // The template run's own outcome file, overwritten: `report` reads the generated
+    // lines beside the run's plan and text store.
+    let run = dir.path().join("template");
+    let jsonl = run.join("outcomes.jsonl");
     let parquet = dir.path().join("outcomes.parquet");
     let bytes = generate(&lines, n, &jsonl);
     drop(lines);
@@ -139,6 +148,29 @@ fn bench(c: &mut Criterion) {
         before.map_or(0, |k| k / 1024),
         peak_rss_kib().map_or(0, |k| k / 1024)
     );
+    let start = std::time::Instant::now();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_discbench"))
+        .arg("report")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "report failed: {status}");
+    eprintln!(
+        "aggregate: `discbench report` of the {n} lines, every report file: {:.1} s, peak resident memory {} MiB",
+        start.elapsed().as_secs_f64(),
+        children_peak_rss_kib() / 1024
+    );
+}
+
+/// The largest peak resident memory of the child processes waited for (Linux reports
+/// it in KiB); the bench starts one, `report`.
+fn children_peak_rss_kib() -> u64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage failed");
+    usage.ru_maxrss as u64
 }
 
 criterion_group!(benches, bench);
