@@ -1624,6 +1624,9 @@ fn live_processes_die_with_the_run_even_on_sigkill() {
         ])
         .args(["--jobs", "2", "--run-id", "k", "--out"])
         .arg(w.dir.path().join("runs"))
+        // A killed run cannot remove its servers' working directories: they go to
+        // this test's directory, removed with it, not to the system's temp dir.
+        .env("TMPDIR", w.dir.path())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -1634,6 +1637,20 @@ fn live_processes_die_with_the_run_even_on_sigkill() {
     });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
+    let left = std::fs::read_dir(w.dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("discbench-live-")
+        })
+        .count();
+    assert!(
+        left >= 1,
+        "the killed run's working directories are under TMPDIR"
+    );
     let started = pids(&pid_file);
     wait_until(
         "every process of a killed run gone",
