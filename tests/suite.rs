@@ -104,11 +104,16 @@ fn oracle_is_exact_on_every_query_under_every_preset() {
     let counter = Counter::new(Encoding::O200kBase);
     let mut failures = Vec::new();
     let mut selection_ran = false;
+    let oracle = model::build("oracle").unwrap();
     for sc in suite() {
         for preset in ["progressive", "legacy", "inline"] {
             let mode = Mode::preset(preset).unwrap();
+            // One plan per scenario and preset, as a run makes it: item `q` is query
+            // `q`, each run alone.
+            let plan = plan_for(&sc, &mode, "oracle", ProtocolConfig::default(), &counter);
             for q in 0..sc.queries.len() {
-                let o = episode(&sc, &mode, "oracle", q, &counter);
+                let o = runner::run_one(&plan, q, oracle.as_ref(), &counter);
+                assert_eq!(o.query_id, sc.queries[q].id);
                 selection_ran |= o.selection.as_ref().is_some_and(|s| s.selected.is_some());
                 let ok = o.score.exact
                     && o.score.args_ok != Some(false)
@@ -867,11 +872,13 @@ fn progressive_first_request_is_at_most_a_quarter_of_legacy_on_enterprise_hub() 
         .into_iter()
         .find(|s| s.name == "enterprise-hub")
         .unwrap();
+    let oracle = model::build("oracle").unwrap();
     let mean = |preset: &str| {
         let mode = Mode::preset(preset).unwrap();
+        let plan = plan_for(&hub, &mode, "oracle", ProtocolConfig::default(), &counter);
         let total: usize = (0..hub.queries.len())
             .map(|q| {
-                episode(&hub, &mode, "oracle", q, &counter)
+                runner::run_one(&plan, q, oracle.as_ref(), &counter)
                     .tokens
                     .first_request
             })
