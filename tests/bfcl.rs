@@ -460,28 +460,43 @@ fn multi_turn_entries_run_live_on_bfcls_classes_judged_by_state() {
     }
     assert!(scen.join("bfcl-bridge.py").is_file());
     let runs = out.join("runs");
-    for (c, ids) in MULTI_SAMPLE {
-        let mut args: Vec<String> = vec![
-            "run".into(),
-            scen.join(format!("bfcl-{c}.json")).display().to_string(),
-            "--allow-live".into(),
-            "--model".into(),
-            "oracle".into(),
-            "--out".into(),
-            runs.display().to_string(),
-            "--run-id".into(),
-            c.into(),
-            "--no-progress".into(),
-        ];
-        for i in ids {
-            args.push("--query".into());
-            args.push(format!("{c}_{i}"));
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        discbench(&args);
-        let outcomes = lines(&runs.join(c).join("outcomes.jsonl"));
+    // The four categories side by side: each run waits on the bridge's answers far
+    // more than it computes. Checked afterwards, in order.
+    let sampled: Vec<Vec<Value>> = std::thread::scope(|s| {
+        let started: Vec<_> = MULTI_SAMPLE
+            .iter()
+            .map(|&(c, ids)| {
+                let (scen, runs) = (&scen, &runs);
+                s.spawn(move || {
+                    let mut args: Vec<String> = vec![
+                        "run".into(),
+                        scen.join(format!("bfcl-{c}.json")).display().to_string(),
+                        "--allow-live".into(),
+                        "--model".into(),
+                        "oracle".into(),
+                        "--out".into(),
+                        runs.display().to_string(),
+                        "--run-id".into(),
+                        c.into(),
+                        "--no-progress".into(),
+                    ];
+                    for i in ids {
+                        args.push("--query".into());
+                        args.push(format!("{c}_{i}"));
+                    }
+                    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                    discbench(&args);
+                    lines(&runs.join(c).join("outcomes.jsonl"))
+                })
+            })
+            .collect();
+        (started.into_iter())
+            .map(|r| r.join().expect("a category's run succeeded"))
+            .collect()
+    });
+    for ((c, ids), outcomes) in MULTI_SAMPLE.iter().zip(&sampled) {
         assert_eq!(outcomes.len(), 6 * ids.len(), "{c}: six presets");
-        for o in &outcomes {
+        for o in outcomes {
             let id = o["query_id"].as_str().unwrap();
             assert!(o["infra_error"].is_null(), "{id}: {}", o["infra_error"]);
             assert_eq!(o["score"]["exact"], true, "{id} under {}: {o}", o["mode"]);
