@@ -1049,6 +1049,77 @@ fn validate_lists_calls_that_a_default_would_answer_about_another_entity() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("any_args"));
 }
 
+/// A YAML flow mapping splits a description written as a plain scalar at its commas:
+/// `{type: boolean, description: If true, it ends; if false, it goes on}` makes the
+/// description "If true" and `it ends; if false` a key of the schema with no value,
+/// which every mode then renders and counts. No YAML file of the suite or of the test
+/// fixtures holds a key with no value outside a fixture `response` (where a JSON
+/// `null` is data). `fixtures/gaps/` is left out: its file keeps a catalog as it stood
+/// before an audit, faults and all.
+#[test]
+fn no_yaml_text_is_split_at_its_commas() {
+    fn walk(v: &serde_yaml_ng::Value, at: &str, found: &mut Vec<String>) {
+        match v {
+            serde_yaml_ng::Value::Mapping(m) => {
+                for (k, x) in m {
+                    let key = k.as_str().unwrap_or_default();
+                    if key == "response" {
+                        continue;
+                    }
+                    if x.is_null() {
+                        found.push(format!("{at}/{key}"));
+                    }
+                    walk(x, &format!("{at}/{key}"), found);
+                }
+            }
+            serde_yaml_ng::Value::Sequence(s) => {
+                for (i, x) in s.iter().enumerate() {
+                    walk(x, &format!("{at}[{i}]"), found);
+                }
+            }
+            serde_yaml_ng::Value::Tagged(t) => walk(&t.value, at, found),
+            _ => {}
+        }
+    }
+    fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.ends_with("fixtures/gaps") {
+                    files(&p, out);
+                }
+            } else if p.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    files(&root.join("scenarios"), &mut paths);
+    files(&root.join("fixtures"), &mut paths);
+    let mut found = Vec::new();
+    let mut read = 0;
+    for p in &paths {
+        let text = std::fs::read_to_string(p).unwrap();
+        // Fixtures of malformed input are allowed not to parse.
+        let Ok(v) = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(&text) else {
+            continue;
+        };
+        read += 1;
+        walk(
+            &v,
+            &p.strip_prefix(root).unwrap().display().to_string(),
+            &mut found,
+        );
+    }
+    assert!(read >= 20, "only {read} YAML files read");
+    assert!(
+        found.is_empty(),
+        "keys with no value, split from a text:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Whether every blind call of an outcome goes to an address whose definition the
 /// result budget cut from the answer that should have shown it (a 235-tool MCP server's
 /// `discover` is larger than the whole budget): the only blind calls the oracle makes.
