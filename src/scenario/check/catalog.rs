@@ -87,6 +87,20 @@ impl Checker {
                 "a parameter schema must have `type: object` at the top",
             );
         }
+        if file.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+            let mut found = Vec::new();
+            keys_without_value(schema, "", false, &mut found);
+            for (key, at) in found {
+                self.err(
+                    file,
+                    path,
+                    format!(
+                        "`{key}` at {at} has no value: a text in a YAML flow mapping ends at \
+                         its first comma, and the rest becomes keys; quote the text (\"...\")"
+                    ),
+                );
+            }
+        }
     }
 
     /// Checks that need the whole catalog: legacy tool-name collisions and reserved
@@ -248,5 +262,87 @@ impl Checker {
             usage_guidance: d.usage_guidance,
             error_guidance: d.error_guidance,
         };
+    }
+}
+
+/// The keys of a schema that hold no value where JSON Schema wants one, with the JSON
+/// pointer of the schema that holds each. In YAML, a text written plainly inside a flow
+/// mapping ends at its first comma: `{type: boolean, description: If true, it ends}`
+/// gives the description "If true" and a key `it ends` with no value, which every mode
+/// would then render and count. `default` and `const` may be null, and what `default`,
+/// `const`, `enum` and `examples` hold is data, not schema, so it is not looked into.
+/// `names` is set for a map of names to schemas (`properties`, `$defs`, ...), whose keys
+/// are names, not keywords.
+fn keys_without_value(schema: &Value, at: &str, names: bool, found: &mut Vec<(String, String)>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if names {
+                    keys_without_value(v, &here, false, found);
+                    continue;
+                }
+                if matches!(k.as_str(), "default" | "const" | "enum" | "examples") {
+                    continue;
+                }
+                if v.is_null() {
+                    let at = if at.is_empty() { "/" } else { at };
+                    found.push((k.clone(), at.to_string()));
+                }
+                let map = matches!(
+                    k.as_str(),
+                    "properties"
+                        | "patternProperties"
+                        | "$defs"
+                        | "definitions"
+                        | "dependentSchemas"
+                );
+                keys_without_value(v, &here, map, found);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                keys_without_value(v, &format!("{at}/{i}"), false, found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keys_without_value;
+    use serde_json::json;
+
+    fn found(schema: serde_json::Value) -> Vec<(String, String)> {
+        let mut f = Vec::new();
+        keys_without_value(&schema, "", false, &mut f);
+        f
+    }
+
+    #[test]
+    fn keys_a_comma_split_off_are_found_and_data_is_not_looked_into() {
+        // What `{type: boolean, description: If true, it ends}` parses to.
+        let split = json!({"type": "object", "properties": {
+            "end": {"type": "boolean", "description": "If true", "it ends": null},
+            // A property may be named like a keyword; its schema is still a schema.
+            "default": {"type": "array", "items": {"type": "string", "description": "A", "b": null}},
+        }});
+        assert_eq!(
+            found(split),
+            [
+                ("it ends".to_string(), "/properties/end".to_string()),
+                ("b".to_string(), "/properties/default/items".to_string()),
+            ]
+        );
+        // null is a value `default` and `const` may take, and what `default`, `const`,
+        // `enum` and `examples` hold is data.
+        let data = json!({"type": "object", "properties": {
+            "a": {"type": ["string", "null"], "default": null},
+            "b": {"const": null},
+            "c": {"enum": ["x", null], "examples": [{"k": null}]},
+            "d": {"type": "object", "default": {"k": null}},
+        }});
+        assert!(found(data).is_empty());
     }
 }
